@@ -1,0 +1,57 @@
+"""The loop every daily asset shares: one compute connection, the run's days in order, user errors as Failures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from pipelines.partitions import days_of
+from pipelines.resources import LedgerResource
+from tokenledger.config import load_config
+from tokenledger.errors import LedgerError
+from tokenledger.ingest import DayWindow
+
+DayFn = Callable[[duckdb.DuckDBPyConnection, DayWindow, Path], dict[str, Any]]
+
+
+def for_each_day(context: dg.AssetExecutionContext, ledger: LedgerResource, fn: DayFn,
+                 needs_config: bool = False) -> dg.MaterializeResult:
+    """Run `fn` for every day of the run's partition range and report what each day produced.
+
+    A `LedgerError` (a problem in the user's files) fails the step with its message alone, naming the day.
+    """
+    days = days_of(context)
+    per_day: dict[date, dict[str, Any]] = {}
+    try:
+        ledger.layout.check()
+        with ledger.compute() as (con, scratch):
+            if needs_config:
+                load_config(con, ledger.layout)
+            for day in days:
+                per_day[day] = fn(con, DayWindow(day), scratch / day.isoformat())
+                context.log.info(f"{context.asset_key.to_user_string()} {day}: {per_day[day]}")
+    except LedgerError as exc:
+        failed = days[len(per_day)] if len(per_day) < len(days) else days[-1]
+        raise dg.Failure(description=f"{failed}: {exc}", allow_retries=False) from None
+    return dg.MaterializeResult(metadata=_summary(per_day))
+
+
+def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
+    """Metadata for the UI: totals over the run's days, and the days covered."""
+    totals: dict[str, Any] = {}
+    for figures in per_day.values():
+        for key, value in figures.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    days = sorted(per_day)
+    meta: dict[str, Any] = {"days": len(days)}
+    if days:
+        meta["first_day"] = days[0].isoformat()
+        meta["last_day"] = days[-1].isoformat()
+    meta.update(totals)
+    return meta

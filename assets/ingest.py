@@ -1,0 +1,54 @@
+"""Ingest: the three sources, typed by their contracts, one UTC day at a time (spec/inputs.md)."""
+
+
+from dataclasses import asdict
+
+import dagster as dg
+
+from assets.daily import for_each_day
+from pipelines.partitions import daily_partitions, single_run
+from pipelines.resources import LedgerResource
+from tokenledger.ingest import ingest_billing_day, ingest_deployments_day, ingest_gateway_day
+
+_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "ingest"}
+
+
+def _counts(counts) -> dict[str, int]:
+    row = asdict(counts)
+    return {k: row[k] for k in ("rows_read", "rows_accepted", "rows_quarantined", "duplicates_merged")}
+
+
+@dg.asset(key=["core", "deployments_daily"], kinds={"duckdb", "parquet"}, **_DAILY)
+def deployments_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Deployment versions in force each UTC day, with the hours each was in force and its GPU-hours.
+
+    Grain: day x deployment version (a mid-day scale-up gives two rows). Source: config/deployments.yaml,
+    checked against data_contracts/deployments.odcs.yaml. Definition: spec/inputs.md, Deployments.
+    """
+    return for_each_day(
+        context, ledger, lambda con, window, _: _counts(ingest_deployments_day(con, ledger.layout, window)),
+        needs_config=True)
+
+
+@dg.asset(key=["core", "gateway_requests"], deps=[deployments_daily], kinds={"duckdb", "parquet"}, **_DAILY)
+def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every request of the UTC day, typed by the gateway_request contract, duplicates merged.
+
+    Grain: day x request_id. Source: raw/gateway/dt=YYYY-MM-DD/ (*.jsonl, *.jsonl.gz, *.parquet). Rows that break
+    the contract go to quality.quarantine. Definition: spec/inputs.md, Gateway request log.
+    """
+    return for_each_day(
+        context, ledger, lambda con, window, scratch: _counts(ingest_gateway_day(con, ledger.layout, window,
+                                                                                  scratch)))
+
+
+@dg.asset(key=["core", "billing_charges"], kinds={"duckdb", "parquet"}, **_DAILY)
+def billing_charges(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """FOCUS charge rows overlapping each UTC day, with the day's prorated share of their cost.
+
+    Grain: day x FOCUS row. Source: every export in raw/billing/ (FOCUS 1.0-1.2, CSV or Parquet). A charge
+    period spanning days is split by overlap; credits keep their negative sign. Definition: spec/metrics.md, 4.
+    """
+    return for_each_day(
+        context, ledger, lambda con, window, scratch: _counts(ingest_billing_day(con, ledger.layout, window,
+                                                                                  scratch)))

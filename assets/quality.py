@@ -1,0 +1,42 @@
+"""Quality tables: what was quarantined and how every day and source reconciles (spec/published.md, quality)."""
+
+
+import dagster as dg
+
+from assets.daily import for_each_day
+from assets.ingest import billing_charges, deployments_daily, gateway_requests
+from pipelines.partitions import daily_partitions, single_run
+from pipelines.resources import LedgerResource
+from tokenledger import lake
+from tokenledger.duck import statement
+from tokenledger.ingest import SOURCES, DayWindow
+
+_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "quality"}
+_INGEST = [deployments_daily, gateway_requests, billing_charges]
+
+
+def _gather(ledger: LedgerResource, table: str, part: str):
+    def day_fn(con, window: DayWindow, _scratch) -> dict[str, int]:
+        files = [str(lake.day_file(ledger.layout.lake, "quality_parts", f"{part}_{s}", window.day)) for s in SOURCES]
+        rows = lake.write_query(con, statement(table), lake.day_file(ledger.layout.lake, "quality", table,
+                                                                    window.day), {"files": files})
+        return {"rows": rows}
+    return day_fn
+
+
+@dg.asset(key=["quality", "quarantine"], deps=_INGEST, kinds={"duckdb", "parquet"}, **_DAILY)
+def quarantine(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every input row of the day that broke a rule, with source, file, line, reason and its contract fields.
+
+    Grain: day x rejected row. Prompt or response text is never kept: `raw` holds contract fields only.
+    """
+    return for_each_day(context, ledger, _gather(ledger, "quarantine", "quarantine"))
+
+
+@dg.asset(key=["quality", "ingest_reconciliation_daily"], deps=_INGEST, kinds={"duckdb", "parquet"}, **_DAILY)
+def ingest_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Per day and source: rows read = rows accepted + rows quarantined + duplicates merged.
+
+    Grain: day x source (gateway, billing, deployments).
+    """
+    return for_each_day(context, ledger, _gather(ledger, "ingest_reconciliation_daily", "ingest_reconciliation"))

@@ -1,0 +1,28 @@
+"""UTC day partitions, and the days a (possibly ranged) run covers."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, timedelta
+
+import dagster as dg
+
+# The first day a backfill may reach. Settable because the partition list is fixed when definitions load.
+START_DATE = os.getenv("TOKENLEDGER_START_DATE", "2024-01-01")
+
+daily_partitions = dg.DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
+
+# One run per range: a backfill of a year is one run per asset, not 365 (the range is walked day by day).
+single_run = dg.BackfillPolicy.single_run()
+
+
+def days_of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> list[date]:
+    """The UTC days of the run's partition or partition range, in order.
+
+    The partition time window is timezone-aware; it is converted to UTC before taking dates so that a window
+    reported in another zone can never shift a day.
+    """
+    window = context.partition_time_window
+    first = window.start.astimezone(UTC).date()
+    last = window.end.astimezone(UTC).date()
+    return [first + timedelta(days=i) for i in range((last - first).days)]

@@ -1,0 +1,237 @@
+"""The three configuration files, read with their line numbers and checked against their contracts.
+
+Each file is flattened into the tables its contract describes (`deployments`; `slo_policy`, `slo_isl_bucket`,
+`cost_policy`, `cost_category_rule`, `list_price`, `rate_card`), typed and checked by the same contract-derived
+SQL that guards the data, and loaded into the step's DuckDB as `cfg_<table>`. Any broken rule is fatal: the
+error names the file, the line, the field and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import yaml
+
+from tokenledger.contracts import Table, load_contract, typed_select, violation_reasons
+from tokenledger.errors import ConfigError
+from tokenledger.paths import HomeLayout
+
+SLO_KEYS = {
+    "isl_buckets", "itl_limit_ms", "itl_missing", "itl_p99_ms", "queue_p99_ms", "tpot_p99_ms",
+    "success_rate_target", "attainment_target", "stable_window_min", "step_min", "min_requests_per_bucket",
+    "peak_basis", "agent_step_output_tokens", "headroom",
+}
+HEADROOM_KEYS = {"n_minus_k", "scaling_lag_pct", "forecast_error_pct", "release_pct", "jitter_pct"}
+COST_KEYS = {
+    "price_version", "valid_from", "currency", "deployment_tag_keys", "shared_tag_value", "shared_cost_key",
+    "category_rules", "token_class_weights", "list_prices", "rate_cards",
+}
+DEFAULT_MODEL = "*"
+
+
+class _Mapping(dict):
+    """A YAML mapping that remembers the line it started on (1-based)."""
+
+    line: int = 0
+
+
+class _LineLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Mapping:
+        mapping = _Mapping(super().construct_mapping(node, deep=True))
+        mapping.line = node.start_mark.line + 1
+        return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file, turning a syntax error into a message with the file, line and column."""
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing (formats: docs/configuration.md).")
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path} is not valid YAML{where}: {problem}. Fix the file and re-run.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason}). Save it as UTF-8 and re-run.") from None
+
+
+def _text(value: Any) -> str | None:
+    """The text form the contract SQL types from: dates in ISO 8601, lists as JSON, booleans lower-case."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _line(obj: Any, fallback: int = 0) -> int:
+    return getattr(obj, "line", fallback)
+
+
+def _require_mapping(obj: Any, path: Path, what: str, line: int = 0) -> _Mapping:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{path} line {line or _line(obj)}: {what} must be a mapping, found {type(obj).__name__}.")
+    return obj  # type: ignore[return-value]
+
+
+def _require_list(obj: Any, path: Path, what: str, line: int) -> list[Any]:
+    if not isinstance(obj, list):
+        raise ConfigError(f"{path} line {line}: {what} must be a list, found {type(obj).__name__}.")
+    return obj
+
+
+def _check_keys(obj: dict[str, Any], known: set[str], path: Path, what: str) -> None:
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise ConfigError(f"{path} line {_line(obj)}: unknown key {unknown[0]!r} in {what} "
+                          f"(known keys: {', '.join(sorted(known))}). Check the spelling (docs/configuration.md).")
+
+
+@dataclass
+class _Rows:
+    """Rows of one contract table in text form, each with the file and line it came from."""
+
+    table: str
+    path: Path
+    rows: list[dict[str, str | None]]
+    lines: list[int]
+
+    def add(self, line: int, **values: Any) -> None:
+        self.rows.append({k: _text(v) for k, v in values.items()})
+        self.lines.append(line)
+
+
+def flatten_deployments(path: Path) -> list[_Rows]:
+    doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    contract = load_contract("deployments").table()
+    out = _Rows("deployments", path, [], [])
+    entries = _require_list(doc.get("deployments"), path, "deployments", _line(doc, 1))
+    for entry in entries:
+        entry = _require_mapping(entry, path, "a deployment")
+        _check_keys(entry, set(contract.column_names), path, "a deployment")
+        values = {name: entry.get(name) for name in contract.column_names}
+        values["hosting"] = entry.get("hosting", "cloud")
+        out.add(_line(entry), **values)
+    return [out]
+
+
+def flatten_slo(path: Path) -> list[_Rows]:
+    doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    policy = _Rows("slo_policy", path, [], [])
+    buckets = _Rows("slo_isl_bucket", path, [], [])
+    for version in _require_list(doc.get("versions"), path, "versions", _line(doc, 1)):
+        version = _require_mapping(version, path, "an SLO version")
+        _check_keys(version, {"slo_version", "valid_from", "default", "models"}, path, "an SLO version")
+        default = _require_mapping(version.get("default", _Mapping()), path, "default", _line(version))
+        models = _require_mapping(version.get("models") or _Mapping(), path, "models", _line(version))
+        for model, override in [(DEFAULT_MODEL, _Mapping()), *models.items()]:
+            override = _require_mapping(override or _Mapping(), path, f"the override of {model}", _line(models))
+            for block in (default, override):
+                _check_keys(block, SLO_KEYS, path, "an SLO policy")
+            merged = {**default, **override}
+            headroom = {**(default.get("headroom") or {}), **(override.get("headroom") or {})}
+            _check_keys(headroom, HEADROOM_KEYS, path, "headroom")
+            line = _line(override) if model != DEFAULT_MODEL else _line(default, _line(version))
+            scalars = {k: merged.get(k) for k in SLO_KEYS - {"isl_buckets", "headroom"}}
+            policy.add(line, slo_version=version.get("slo_version"), valid_from=version.get("valid_from"),
+                       model=model, **scalars, **{f"headroom_{k}": headroom.get(k) for k in HEADROOM_KEYS})
+            bucket_list = merged.get("isl_buckets") or []
+            for bucket in _require_list(bucket_list, path, "isl_buckets", line):
+                bucket = _require_mapping(bucket, path, "an ISL bucket", line)
+                _check_keys(bucket, {"isl_bucket", "min_input_tokens", "max_input_tokens", "ttft_limit_ms"},
+                            path, "an ISL bucket")
+                buckets.add(_line(bucket, line), slo_version=version.get("slo_version"), model=model, **bucket)
+    return [policy, buckets]
+
+
+def flatten_costs(path: Path) -> list[_Rows]:
+    doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    policy = _Rows("cost_policy", path, [], [])
+    rules = _Rows("cost_category_rule", path, [], [])
+    prices = _Rows("list_price", path, [], [])
+    cards = _Rows("rate_card", path, [], [])
+    rule_keys = {"category", "service_category", "service_name", "sku_id", "resource_id", "charge_category"}
+    for version in _require_list(doc.get("versions"), path, "versions", _line(doc, 1)):
+        version = _require_mapping(version, path, "a cost policy version")
+        _check_keys(version, COST_KEYS, path, "a cost policy version")
+        pv = version.get("price_version")
+        weights = _require_mapping(version.get("token_class_weights") or _Mapping(), path, "token_class_weights",
+                                   _line(version))
+        _check_keys(weights, {"cached", "recomputed", "output"}, path, "token_class_weights")
+        policy.add(_line(version), price_version=pv, valid_from=version.get("valid_from"),
+                   currency=version.get("currency"), deployment_tag_keys=version.get("deployment_tag_keys"),
+                   shared_tag_value=version.get("shared_tag_value"), shared_cost_key=version.get("shared_cost_key"),
+                   weight_cached=weights.get("cached"), weight_recomputed=weights.get("recomputed"),
+                   weight_output=weights.get("output"))
+        for order, rule in enumerate(_require_list(version.get("category_rules") or [], path, "category_rules",
+                                                   _line(version)), start=1):
+            rule = _require_mapping(rule, path, "a category rule", _line(version))
+            _check_keys(rule, rule_keys, path, "a category rule")
+            rules.add(_line(rule), price_version=pv, rule_order=order, **{k: rule.get(k) for k in rule_keys})
+        list_prices = _require_mapping(version.get("list_prices") or _Mapping(), path, "list_prices", _line(version))
+        for model, price in list_prices.items():
+            price = _require_mapping(price, path, f"the list price of {model}", _line(list_prices))
+            _check_keys(price, {"output_per_mtok"}, path, "a list price")
+            prices.add(_line(price), price_version=pv, model=model, output_per_mtok=price.get("output_per_mtok"))
+        rate_cards = _require_mapping(version.get("rate_cards") or _Mapping(), path, "rate_cards", _line(version))
+        card_keys = {"capex_per_gpu", "lifetime_hours", "power_kw_per_gpu", "pue", "price_per_kwh",
+                     "opex_per_gpu_hour"}
+        for name, card in rate_cards.items():
+            card = _require_mapping(card, path, f"rate card {name}", _line(rate_cards))
+            _check_keys(card, card_keys, path, "a rate card")
+            cards.add(_line(card), price_version=pv, rate_card=name, **{k: card.get(k) for k in card_keys})
+    return [policy, rules, prices, cards]
+
+
+def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> None:
+    """Type `rows` by the contract into `cfg_<table>`; raise naming file, line and rule on any violation."""
+    columns = {f"{c}__text": pa.array([r.get(c) for r in rows.rows], pa.string()) for c in table.column_names}
+    columns["_line"] = pa.array(rows.lines, pa.int64())
+    con.register("_config_text", pa.table(columns))
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _config_typed AS "
+                    f"SELECT _line, * EXCLUDE (_line), {', '.join(typed_select(table))} FROM _config_text")
+        problems = con.execute(f"SELECT _line, {violation_reasons(table)} AS reason FROM _config_typed "
+                               "WHERE reason IS NOT NULL ORDER BY _line").fetchall()
+    finally:
+        con.unregister("_config_text")
+    if problems:
+        details = "\n".join(f"  {rows.path} line {line}: {reason}" for line, reason in problems[:20])
+        raise ConfigError(f"{rows.path} breaks the {table.name} contract "
+                          f"(data_contracts/*.odcs.yaml):\n{details}\nFix these entries and re-run.")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table.name} AS "
+                f"SELECT _line, {', '.join(table.column_names)} FROM _config_typed")
+    for rule in table.set_rules:
+        broken = con.execute(rule.query).fetchone()[0]
+        if broken:
+            raise ConfigError(f"{rows.path}: {rule.name}: {rule.description} ({broken} case(s)). "
+                              "Fix the file and re-run.")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE cfg_{table.name} AS SELECT * FROM {table.name}")
+    con.execute(f"DROP TABLE {table.name}")
+    con.execute("DROP TABLE _config_typed")
+
+
+def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
+    """Read, check and load all three config files into `cfg_*` temp tables of `con`."""
+    layout.check()
+    config_tables = load_contract("config")
+    deployments = load_contract("deployments").table()
+    for rows in flatten_deployments(layout.config / "deployments.yaml"):
+        _load_rows(con, rows, deployments)
+    for rows in flatten_slo(layout.config / "slo.yaml") + flatten_costs(layout.config / "costs.yaml"):
+        _load_rows(con, rows, config_tables.table(rows.table))

@@ -1,0 +1,67 @@
+"""Per-day Parquet files, written so that a reader sees the old day or the new day, never a mix or nothing.
+
+A table's day lives in exactly one file, `<root>/<schema>/<table>/day=YYYY-MM-DD/data.parquet`. It is written
+to a temporary name in the same folder and renamed over the old file (`os.replace` is atomic on one file
+system). Re-running a day therefore replaces it whole: nothing is appended, nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tokenledger.duck import quote_path, used_params
+
+DATA_FILE = "data.parquet"
+
+
+def day_dir(root: Path, schema: str, table: str, day: date) -> Path:
+    return root / schema / table / f"day={day.isoformat()}"
+
+
+def day_file(root: Path, schema: str, table: str, day: date) -> Path:
+    return day_dir(root, schema, table, day) / DATA_FILE
+
+
+def table_glob(root: Path, schema: str, table: str) -> str:
+    return str(root / schema / table / "day=*" / DATA_FILE)
+
+
+def temporary_name(target: Path) -> Path:
+    """A sibling name no reader globs for (readers look for data.parquet / data.csv only)."""
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+
+
+def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> int:
+    """Write the result of `query` to `target` atomically; returns the number of rows written."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(target)
+    options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
+    try:
+        rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})", used_params(query, params)).fetchone()[0]
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return int(rows)
+
+
+def copy_file_atomically(source: Path, target: Path) -> None:
+    """Copy a finished file to its published place through a temporary name and a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(target)
+    try:
+        with source.open("rb") as src, tmp.open("wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,82 @@
+"""Where things live: the project's own files (sql/, data_contracts/) and a user's home (the landing zone)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from tokenledger.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SQL_DIR = PROJECT_ROOT / "sql"
+CONTRACTS_DIR = PROJECT_ROOT / "data_contracts"
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """The folders of one tokenledger home (see spec/inputs.md). Each may be overridden on its own."""
+
+    home: Path
+    raw: Path
+    config: Path
+    warehouse: Path
+    exports: Path
+    reports: Path
+
+    @classmethod
+    def of(
+        cls,
+        home: str | Path,
+        *,
+        raw: str | Path | None = None,
+        config: str | Path | None = None,
+        warehouse: str | Path | None = None,
+        exports: str | Path | None = None,
+        reports: str | Path | None = None,
+    ) -> HomeLayout:
+        root = Path(home).expanduser()
+        return cls(
+            home=root,
+            raw=Path(raw) if raw else root / "raw",
+            config=Path(config) if config else root / "config",
+            warehouse=Path(warehouse) if warehouse else root / "warehouse.duckdb",
+            exports=Path(exports) if exports else root / "exports",
+            reports=Path(reports) if reports else root / "reports",
+        )
+
+    @property
+    def lake(self) -> Path:
+        """The pipeline's working tables, one Parquet file per table and day; published copies go to exports."""
+        return self.home / "lake"
+
+    @property
+    def scratch(self) -> Path:
+        """Spill space for DuckDB and staging files of a running step; safe to delete between runs."""
+        return self.home / "tmp"
+
+    def gateway_day_dir(self, day: date) -> Path:
+        return self.raw / "gateway" / f"dt={day.isoformat()}"
+
+    @property
+    def billing_dir(self) -> Path:
+        return self.raw / "billing"
+
+    @property
+    def loadtest_dir(self) -> Path:
+        return self.raw / "loadtest"
+
+    def check(self) -> None:
+        """Fail early, with what to do, when the home or its config folder is missing."""
+        if not self.home.is_dir():
+            raise ConfigError(
+                f"tokenledger home {self.home} does not exist. Create a landing zone there "
+                f"(`tokenledger generate --home {self.home} ...` writes a sample one) or point TOKENLEDGER_HOME "
+                "at an existing home."
+            )
+        for name in ("deployments.yaml", "slo.yaml", "costs.yaml"):
+            if not (self.config / name).is_file():
+                raise ConfigError(
+                    f"{self.config / name} is missing. Every home needs config/deployments.yaml, config/slo.yaml "
+                    "and config/costs.yaml (formats: docs/configuration.md)."
+                )
