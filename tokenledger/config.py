@@ -9,7 +9,7 @@ error names the file, the line, the field and the rule.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -36,15 +36,23 @@ DEFAULT_MODEL = "*"
 
 
 class _Mapping(dict):
-    """A YAML mapping that remembers the line it started on (1-based)."""
+    """A YAML mapping that remembers the line it started on and the line of each key (1-based)."""
 
     line: int = 0
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int:
+        return getattr(self, "key_lines", {}).get(key, self.line)
 
 
 class _LineLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Mapping:
         mapping = _Mapping(super().construct_mapping(node, deep=True))
         mapping.line = node.start_mark.line + 1
+        mapping.key_lines = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                mapping.key_lines[key_node.value] = key_node.start_mark.line + 1
         return mapping
 
 
@@ -98,7 +106,8 @@ def _require_list(obj: Any, path: Path, what: str, line: int) -> list[Any]:
 def _check_keys(obj: dict[str, Any], known: set[str], path: Path, what: str) -> None:
     unknown = sorted(set(obj) - known)
     if unknown:
-        raise ConfigError(f"{path} line {_line(obj)}: unknown key {unknown[0]!r} in {what} "
+        line = obj.line_of(unknown[0]) if isinstance(obj, _Mapping) else _line(obj)
+        raise ConfigError(f"{path} line {line}: unknown key {unknown[0]!r} in {what} "
                           f"(known keys: {', '.join(sorted(known))}). Check the spelling (docs/configuration.md).")
 
 
@@ -110,10 +119,20 @@ class _Rows:
     path: Path
     rows: list[dict[str, str | None]]
     lines: list[int]
+    sources: list[tuple[_Mapping, ...]] = field(default_factory=list)
 
-    def add(self, line: int, **values: Any) -> None:
+    def add(self, line: int, *sources: _Mapping, **values: Any) -> None:
+        """Add a row; `sources` are the YAML mappings its fields came from, most specific first."""
         self.rows.append({k: _text(v) for k, v in values.items()})
         self.lines.append(line)
+        self.sources.append(sources)
+
+    def field_line(self, index: int, field_name: str) -> int:
+        """The line of `field_name` in the row's YAML, or the row's own line when it is not written there."""
+        for source in self.sources[index]:
+            if field_name in getattr(source, "key_lines", {}):
+                return source.key_lines[field_name]
+        return self.lines[index]
 
 
 def flatten_deployments(path: Path) -> list[_Rows]:
@@ -126,7 +145,7 @@ def flatten_deployments(path: Path) -> list[_Rows]:
         _check_keys(entry, set(contract.column_names), path, "a deployment")
         values = {name: entry.get(name) for name in contract.column_names}
         values["hosting"] = entry.get("hosting", "cloud")
-        out.add(_line(entry), **values)
+        out.add(_line(entry), entry, **values)
     return [out]
 
 
@@ -148,14 +167,17 @@ def flatten_slo(path: Path) -> list[_Rows]:
             _check_keys(headroom, HEADROOM_KEYS, path, "headroom")
             line = _line(override) if model != DEFAULT_MODEL else _line(default, _line(version))
             scalars = {k: merged.get(k) for k in SLO_KEYS - {"isl_buckets", "headroom"}}
-            policy.add(line, slo_version=version.get("slo_version"), valid_from=version.get("valid_from"),
+            headroom_sources = (override.get("headroom") or _Mapping(), default.get("headroom") or _Mapping())
+            policy.add(line, override, default, version, *headroom_sources,
+                       slo_version=version.get("slo_version"), valid_from=version.get("valid_from"),
                        model=model, **scalars, **{f"headroom_{k}": headroom.get(k) for k in HEADROOM_KEYS})
             bucket_list = merged.get("isl_buckets") or []
             for bucket in _require_list(bucket_list, path, "isl_buckets", line):
                 bucket = _require_mapping(bucket, path, "an ISL bucket", line)
                 _check_keys(bucket, {"isl_bucket", "min_input_tokens", "max_input_tokens", "ttft_limit_ms"},
                             path, "an ISL bucket")
-                buckets.add(_line(bucket, line), slo_version=version.get("slo_version"), model=model, **bucket)
+                buckets.add(_line(bucket, line), bucket, slo_version=version.get("slo_version"), model=model,
+                            **bucket)
     return [policy, buckets]
 
 
@@ -173,7 +195,7 @@ def flatten_costs(path: Path) -> list[_Rows]:
         weights = _require_mapping(version.get("token_class_weights") or _Mapping(), path, "token_class_weights",
                                    _line(version))
         _check_keys(weights, {"cached", "recomputed", "output"}, path, "token_class_weights")
-        policy.add(_line(version), price_version=pv, valid_from=version.get("valid_from"),
+        policy.add(_line(version), version, weights, price_version=pv, valid_from=version.get("valid_from"),
                    currency=version.get("currency"), deployment_tag_keys=version.get("deployment_tag_keys"),
                    shared_tag_value=version.get("shared_tag_value"), shared_cost_key=version.get("shared_cost_key"),
                    weight_cached=weights.get("cached"), weight_recomputed=weights.get("recomputed"),
@@ -182,19 +204,20 @@ def flatten_costs(path: Path) -> list[_Rows]:
                                                    _line(version)), start=1):
             rule = _require_mapping(rule, path, "a category rule", _line(version))
             _check_keys(rule, rule_keys, path, "a category rule")
-            rules.add(_line(rule), price_version=pv, rule_order=order, **{k: rule.get(k) for k in rule_keys})
+            rules.add(_line(rule), rule, price_version=pv, rule_order=order, **{k: rule.get(k) for k in rule_keys})
         list_prices = _require_mapping(version.get("list_prices") or _Mapping(), path, "list_prices", _line(version))
         for model, price in list_prices.items():
             price = _require_mapping(price, path, f"the list price of {model}", _line(list_prices))
             _check_keys(price, {"output_per_mtok"}, path, "a list price")
-            prices.add(_line(price), price_version=pv, model=model, output_per_mtok=price.get("output_per_mtok"))
+            prices.add(_line(price), price, price_version=pv, model=model,
+                       output_per_mtok=price.get("output_per_mtok"))
         rate_cards = _require_mapping(version.get("rate_cards") or _Mapping(), path, "rate_cards", _line(version))
         card_keys = {"capex_per_gpu", "lifetime_hours", "power_kw_per_gpu", "pue", "price_per_kwh",
                      "opex_per_gpu_hour"}
         for name, card in rate_cards.items():
             card = _require_mapping(card, path, f"rate card {name}", _line(rate_cards))
             _check_keys(card, card_keys, path, "a rate card")
-            cards.add(_line(card), price_version=pv, rate_card=name, **{k: card.get(k) for k in card_keys})
+            cards.add(_line(card), card, price_version=pv, rate_card=name, **{k: card.get(k) for k in card_keys})
     return [policy, rules, prices, cards]
 
 
@@ -202,16 +225,20 @@ def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> Non
     """Type `rows` by the contract into `cfg_<table>`; raise naming file, line and rule on any violation."""
     columns = {f"{c}__text": pa.array([r.get(c) for r in rows.rows], pa.string()) for c in table.column_names}
     columns["_line"] = pa.array(rows.lines, pa.int64())
+    columns["_row"] = pa.array(range(len(rows.rows)), pa.int64())
     con.register("_config_text", pa.table(columns))
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _config_typed AS "
-                    f"SELECT _line, * EXCLUDE (_line), {', '.join(typed_select(table))} FROM _config_text")
-        problems = con.execute(f"SELECT _line, {violation_reasons(table)} AS reason FROM _config_typed "
+                    f"SELECT _line, _row, * EXCLUDE (_line, _row), {', '.join(typed_select(table))} "
+                    "FROM _config_text")
+        problems = con.execute(f"SELECT _row, {violation_reasons(table)} AS reason FROM _config_typed "
                                "WHERE reason IS NOT NULL ORDER BY _line").fetchall()
     finally:
         con.unregister("_config_text")
     if problems:
-        details = "\n".join(f"  {rows.path} line {line}: {reason}" for line, reason in problems[:20])
+        details = "\n".join(
+            f"  {rows.path} line {rows.field_line(row, part.split(':')[0])}: {part}"
+            for row, reason in problems[:20] for part in reason.split("; "))
         raise ConfigError(f"{rows.path} breaks the {table.name} contract "
                           f"(data_contracts/*.odcs.yaml):\n{details}\nFix these entries and re-run.")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table.name} AS "

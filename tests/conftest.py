@@ -1,0 +1,210 @@
+"""Shared test helpers: a small hand-made home, and materializing real partitions into it through Dagster."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+FOCUS_SAMPLE = SHARED / "data" / "public" / "focus_1_0_sample" / "focus_sample.csv"
+
+DEPLOYMENTS_YAML = """\
+deployments:
+  - &m70
+    deployment_id: m70-h100
+    model: m70
+    gpu_type: H100
+    gpus: 16
+    gpus_per_replica: 8
+    tp: 8
+    pp: 1
+    quantization: fp8
+    cache_policy: prefix-cache
+    gpu_power_w: 700
+    slots_per_replica: 48
+    hosting: cloud
+    resource_ids: ["i-m70-*"]
+    valid_from: 2026-11-01
+    valid_to: 2026-11-16T12:00:00Z
+  - <<: *m70
+    gpus: 24
+    valid_from: 2026-11-16T12:00:00Z
+    valid_to: null
+  - deployment_id: m8-onprem
+    model: m8
+    gpu_type: L40S
+    gpus: 4
+    gpus_per_replica: 1
+    tp: 1
+    pp: 1
+    quantization: bf16
+    cache_policy: none
+    gpu_power_w: 350
+    slots_per_replica: 16
+    hosting: on_prem
+    rate_card: onprem-l40s
+    valid_from: 2026-11-01
+  - deployment_id: moe-a
+    model: moe
+    gpu_type: H200
+    gpus: 8
+    gpus_per_replica: 8
+    tp: 8
+    pp: 1
+    quantization: fp8
+    cache_policy: prefix-cache
+    gpu_power_w: 700
+    slots_per_replica: 32
+    valid_from: 2026-11-01
+  - deployment_id: moe-b
+    model: moe
+    gpu_type: H200
+    gpus: 8
+    gpus_per_replica: 8
+    tp: 8
+    pp: 1
+    quantization: fp8
+    cache_policy: prefix-cache
+    gpu_power_w: 700
+    slots_per_replica: 32
+    valid_from: 2026-11-01
+"""
+
+SLO_YAML = """\
+versions:
+  - slo_version: v1
+    valid_from: 2026-11-01
+    default:
+      isl_buckets:
+        - {isl_bucket: "0-4k", min_input_tokens: 0, max_input_tokens: 4096, ttft_limit_ms: 1000}
+        - {isl_bucket: "4k+", min_input_tokens: 4096, max_input_tokens: null, ttft_limit_ms: 2500}
+      itl_limit_ms: 100
+      itl_missing: ignore
+      itl_p99_ms: 100
+      queue_p99_ms: 300
+      tpot_p99_ms: 40
+      success_rate_target: 0.9995
+      attainment_target: 0.99
+      stable_window_min: 30
+      step_min: 5
+      min_requests_per_bucket: 50
+      peak_basis: busiest_5min
+      agent_step_output_tokens: 247
+      headroom: {n_minus_k: 1, scaling_lag_pct: 0.1, forecast_error_pct: 0.1, release_pct: 0.05, jitter_pct: 0.05}
+"""
+
+COSTS_YAML = """\
+versions:
+  - price_version: p1
+    valid_from: 2024-01-01
+    currency: USD
+    deployment_tag_keys: ["tokenledger:deployment"]
+    shared_tag_value: shared
+    shared_cost_key: gpu_hours
+    category_rules:
+      - {category: gpu, service_category: Compute, sku_id: "p5*"}
+      - {category: platform}
+    token_class_weights: {cached: 0.1, recomputed: 1.0, output: 5.0}
+    rate_cards:
+      onprem-l40s: {capex_per_gpu: 11000, lifetime_hours: 35040, power_kw_per_gpu: 0.35, pue: 1.35,
+                    price_per_kwh: 0.11, opex_per_gpu_hour: 0.12}
+"""
+
+
+def request(rid: Any, **fields: Any) -> dict[str, Any]:
+    """A valid, successful gateway record on 2026-11-16 for model m70; override any field, `...` drops it."""
+    record = {
+        "request_id": rid,
+        "received_at": "2026-11-16T10:00:00Z",
+        "model": "m70",
+        "deployment_id": "m70-h100",
+        "tenant_id": "team-a",
+        "status": "ok",
+        "input_tokens": 1000,
+        "cached_input_tokens": 400,
+        "output_tokens": 50,
+        "ttft_ms": 300.0,
+        "e2e_ms": 1500.0,
+        "queue_ms": 20.0,
+        "itl_max_ms": 40.0,
+    }
+    record.update(fields)
+    return {k: v for k, v in record.items() if v is not ...}
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any] | str]) -> Path:
+    """Write records (dicts, or raw strings for malformed lines) as JSON Lines; gzip when the name says so."""
+    import gzip
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def gateway_dir(home: Path, day: str) -> Path:
+    return home / "raw" / "gateway" / f"dt={day}"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home with the hand-made config above and TOKENLEDGER_HOME pointing at it."""
+    root = tmp_path / "home"
+    (root / "config").mkdir(parents=True)
+    (root / "config" / "deployments.yaml").write_text(DEPLOYMENTS_YAML)
+    (root / "config" / "slo.yaml").write_text(SLO_YAML)
+    (root / "config" / "costs.yaml").write_text(COSTS_YAML)
+    (root / "raw" / "billing").mkdir(parents=True)
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(root))
+    return root
+
+
+def materialize(start: str, end: str | None = None, selection: list[str] | None = None):
+    """Run the daily job (or a selection of it) for one partition, or a range as one run, in process."""
+    import dagster as dg
+
+    from pipelines.definitions import defs
+
+    warnings.filterwarnings("ignore")
+    tags = {}
+    if end and end != start:
+        tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end}
+    if selection:
+        assets = [defs.resolve_assets_def(dg.AssetKey.from_user_string(key)) for key in selection]
+        return dg.materialize(assets, raise_on_error=False, tags=tags,
+                              partition_key=None if tags else start)
+    job = defs.resolve_job_def("daily_pipeline")
+    if tags:
+        return job.execute_in_process(tags=tags, raise_on_error=False)
+    return job.execute_in_process(partition_key=start, raise_on_error=False)
+
+
+def failure_text(result) -> str:
+    """The descriptions of all failed steps of a run, joined."""
+    texts = []
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            data = event.event_specific_data
+            described = getattr(getattr(data, "user_failure_data", None), "description", None)
+            texts.append(described or data.error.message)
+    return "\n".join(texts)
+
+
+def rows(home: Path, schema: str, table: str, day: str | date, where: str = "true",
+         order: str = "1") -> list[dict[str, Any]]:
+    path = home / "lake" / schema / table / f"day={day}" / "data.parquet"
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    cur = con.execute(f"SELECT * FROM read_parquet($p) WHERE {where} ORDER BY {order}", {"p": str(path)})
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]

@@ -1,0 +1,179 @@
+"""Gateway ingest, materialized through Dagster into a temporary home, checked against a hand-made day."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+
+from tests.conftest import failure_text, gateway_dir, materialize, request, rows, write_jsonl
+
+DAY = "2026-11-16"
+
+
+def _write_day(home: Path) -> None:
+    a = [
+        request("ok-1", prompt="SECRET PROMPT TEXT", response="SECRET ANSWER"),      # line 1
+        request("neg", input_tokens=-5),                                           # line 2
+        request("cached", cached_input_tokens=1200),                               # line 3
+        request("e2e", e2e_ms=100.0),                                              # line 4
+        request("status", status="okay"),                                          # line 5
+        request(...),                                                               # line 6
+        "{not json",                                                               # line 7
+        request("ts", received_at="yesterday"),                                    # line 8
+        request("out", output_tokens="many"),                                      # line 9
+        request("late", received_at="2026-11-17T00:00:00Z"),                       # line 10
+        request("ambiguous", model="moe", deployment_id=...),                      # line 11
+        request("no-ttft", ttft_ms=..., queue_ms=...),                             # line 12
+        "",                                                                        # line 13: blank, not a row
+        request("dup-1", e2e_ms=1000.0),                                           # line 14
+        request("dup-2", e2e_ms=1000.0, tenant_id="first-read"),                   # line 15
+        request("dup-3", e2e_ms=9000.0, tenant_id="finished-last"),                # line 16
+        request("err", status="error", output_tokens=0, ttft_ms=..., queue_ms=..., itl_max_ms=...,
+                e2e_ms=50.0, http_status=500, error_type="upstream"),              # line 17
+        request("timeout", status="timeout", output_tokens=0, ttft_ms=..., queue_ms=..., itl_max_ms=...,
+                e2e_ms=60000.0),                                                   # line 18
+        request("rejected", status="rejected", output_tokens=0, ttft_ms=..., queue_ms=..., itl_max_ms=...,
+                e2e_ms=..., http_status=429),                                      # line 19
+        request("cancelled", status="cancelled", output_tokens=3, e2e_ms=800.0),   # line 20
+        request("disc", status="disconnected", output_tokens=10),                  # line 21
+        request("small", model="m8", deployment_id=..., input_tokens=200, cached_input_tokens=0),  # line 22
+        request("offset", received_at="2026-11-16T08:00:00+08:00"),               # line 23
+    ]
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", a)
+    b = [
+        request("dup-1", e2e_ms=2000.0, tenant_id="finished-last"),
+        request("dup-2", e2e_ms=1000.0, tenant_id="last-read"),
+        request("dup-3", e2e_ms=400.0),
+        request("dup-3", e2e_ms=500.0),
+    ]
+    write_jsonl(gateway_dir(home, DAY) / "b.jsonl.gz", b)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(
+        "COPY (SELECT * FROM (VALUES "
+        "('pq-1', TIMESTAMPTZ '2026-11-16 23:59:59.5+00', 'm70', 'm70-h100', 'team-c', 'ok', 5000, 4800, 20, "
+        " 900.0, 2000.0), "
+        "('pq-2', TIMESTAMPTZ '2026-11-16 12:00:00+00', 'moe', 'moe-b', 'team-c', 'ok', 40000, 38400, 200, "
+        " 1500.0, 9000.0)) "
+        "t(request_id, received_at, model, deployment_id, tenant_id, status, input_tokens, cached_input_tokens, "
+        "  output_tokens, ttft_ms, e2e_ms)) TO $p (FORMAT PARQUET)",
+        {"p": str(gateway_dir(home, DAY) / "c.parquet")},
+    )
+
+
+def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
+    _write_day(home)
+    result = materialize(DAY)
+    assert result.success, failure_text(result)
+
+    accepted = {r["request_id"]: r for r in rows(home, "core", "gateway_requests", DAY)}
+    quarantined = {(Path(r["file"]).name, r["line"]): r["reason"]
+                   for r in rows(home, "quality", "quarantine", DAY, where="source = 'gateway'")}
+    assert set(quarantined) == {("a.jsonl", line) for line in range(2, 13)}
+    quarantined = {line: reason for (_, line), reason in quarantined.items()}
+    assert quarantined == {
+        # Every broken rule is listed: -5 is negative, and below the 400 cached tokens too.
+        2: "input_tokens: -5 is below the minimum 0; cached_within_input: cached_input_tokens must not exceed "
+           "input_tokens (input_tokens=-5, cached_input_tokens=400)",
+        3: "cached_within_input: cached_input_tokens must not exceed input_tokens "
+           "(input_tokens=1000, cached_input_tokens=1200)",
+        4: "e2e_after_ttft: e2e_ms must not be below ttft_ms (e2e_ms=100.0, ttft_ms=300.0)",
+        5: "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled",
+        6: "request_id: required but missing",
+        7: "line is not a JSON object (not valid JSON, or not an object)",
+        8: "received_at: yesterday is not a valid timestamp",
+        9: "output_tokens: many is not a valid integer",
+        10: "received_at: 2026-11-17T00:00:00Z falls on 2026-11-17, not on the folder's day 2026-11-16",
+        11: "deployment_id: missing, and model moe has 2 deployments in force on 2026-11-16",
+        12: "ttft_ms: required when output_tokens > 0",
+    }
+    # Lines 1, 14-23 of a.jsonl, 4 lines of b.jsonl.gz, 2 rows of c.parquet: 23 - 1 blank = 22 + 4 + 2 = 28 read.
+    recon = {r["source"]: r for r in rows(home, "quality", "ingest_reconciliation_daily", DAY)}
+    assert recon["gateway"] == {"day": recon["gateway"]["day"], "source": "gateway", "rows_read": 28,
+                                "rows_accepted": 13, "rows_quarantined": 11, "duplicates_merged": 4,
+                                "balanced": True}
+    statuses: dict[str, int] = {}
+    for r in accepted.values():
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    assert statuses == {"ok": 8, "error": 1, "timeout": 1, "rejected": 1, "cancelled": 1, "disconnected": 1}
+
+    # Duplicates: the copy that finished last wins; on a tie, the last one read (b.jsonl.gz after a.jsonl).
+    assert accepted["dup-1"]["tenant_id"] == "finished-last" and accepted["dup-1"]["e2e_ms"] == 2000.0
+    assert accepted["dup-2"]["tenant_id"] == "last-read"
+    assert accepted["dup-3"]["tenant_id"] == "finished-last"
+    assert accepted["dup-1"]["source_file"].endswith("b.jsonl.gz") and accepted["dup-1"]["source_line"] == 1
+    # The model's only deployment fills a missing deployment_id; an offset is converted to UTC.
+    assert accepted["small"]["deployment_id"] == "m8-onprem"
+    assert accepted["offset"]["received_at"].isoformat() == "2026-11-16T00:00:00+00:00"
+    # Parquet rows keep their types; the row number is the line.
+    assert accepted["pq-2"]["cached_input_tokens"] == 38400 and accepted["pq-2"]["source_line"] == 2
+    assert accepted["rejected"]["e2e_ms"] is None
+
+
+def test_prompt_and_response_text_are_never_stored(home: Path) -> None:
+    _write_day(home)
+    assert materialize(DAY).success
+    for path in (home / "lake").rglob("*.parquet"):
+        assert b"SECRET" not in path.read_bytes(), path
+    for path in (home / "exports").rglob("*"):
+        if path.is_file():
+            assert b"SECRET" not in path.read_bytes(), path
+    raw = rows(home, "quality", "quarantine", DAY, where="line = 2")[0]["raw"]
+    assert '"input_tokens":"-5"' in raw and "prompt" not in raw
+
+
+def _fingerprint(home: Path) -> dict[str, str]:
+    """The content of every lake and export file, as a hash of its sorted rows."""
+    con = duckdb.connect()
+    out = {}
+    for root in ("lake", "exports"):
+        for path in sorted((home / root).rglob("data.parquet")):
+            text = con.execute("SELECT string_agg(t::VARCHAR, '\n' ORDER BY t::VARCHAR) "
+                               "FROM read_parquet($p) t", {"p": str(path)}).fetchone()[0] or ""
+            out[str(path.relative_to(home))] = hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+def test_rerunning_a_day_leaves_every_table_identical(home: Path) -> None:
+    _write_day(home)
+    assert materialize(DAY).success
+    first = _fingerprint(home)
+    assert materialize(DAY).success
+    assert _fingerprint(home) == first
+    assert len(rows(home, "core", "gateway_requests", DAY)) == 13
+
+
+def test_a_late_file_is_included_when_the_day_runs_again(home: Path) -> None:
+    _write_day(home)
+    assert materialize(DAY).success
+    write_jsonl(gateway_dir(home, DAY) / "z-late.jsonl", [
+        request("late-1"),
+        request("late-2", status="cancelled"),
+        request("ok-1", e2e_ms=99999.0, tenant_id="late-copy"),
+    ])
+    assert materialize(DAY).success
+    accepted = {r["request_id"]: r for r in rows(home, "core", "gateway_requests", DAY)}
+    assert len(accepted) == 15
+    assert accepted["ok-1"]["tenant_id"] == "late-copy"
+    recon = rows(home, "quality", "ingest_reconciliation_daily", DAY, where="source = 'gateway'")[0]
+    assert (recon["rows_read"], recon["rows_accepted"], recon["rows_quarantined"], recon["duplicates_merged"]) \
+        == (31, 15, 11, 5)
+
+
+def test_an_empty_day_publishes_empty_tables(home: Path) -> None:
+    assert materialize("2026-11-20").success
+    assert rows(home, "core", "gateway_requests", "2026-11-20") == []
+    recon = rows(home, "quality", "ingest_reconciliation_daily", "2026-11-20", where="source = 'gateway'")[0]
+    assert recon["rows_read"] == 0 and recon["balanced"]
+
+
+def test_deployments_resolve_a_mid_day_scale_up(home: Path) -> None:
+    assert materialize(DAY, selection=["core/deployments_daily"]).success
+    versions = rows(home, "core", "deployments_daily", DAY, where="deployment_id = 'm70-h100'",
+                    order="in_force_from")
+    assert [(v["gpus"], v["hours_in_force"], v["gpu_hours"]) for v in versions] == [(16, 12.0, 192.0),
+                                                                                   (24, 12.0, 288.0)]
+    # Time-weighted GPUs for the day: 480 GPU-hours / 24 h = 20.
+    assert sum(v["gpu_hours"] for v in versions) / 24 == 20.0

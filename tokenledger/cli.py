@@ -1,0 +1,199 @@
+"""The `tokenledger` command: generate a sample landing zone, run days through Dagster, open the UI.
+
+    tokenledger generate --home DIR --start YYYY-MM-DD --days N --requests-per-day R --seed S
+    tokenledger run --home DIR --start YYYY-MM-DD --end YYYY-MM-DD
+    tokenledger ui --home DIR
+
+`run` materializes every asset of each day, checks included, as one Dagster run per day recorded in the
+home's Dagster instance (so the UI shows them): a day that fails its checks stops only itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Sequence
+from datetime import date, timedelta
+from pathlib import Path
+
+from tokenledger.errors import LedgerError
+from tokenledger.paths import PROJECT_ROOT, HomeLayout
+
+DAGSTER_YAML = """\
+# The Dagster instance of this tokenledger home: run history, event logs and schedules live beside the data.
+telemetry:
+  enabled: false
+"""
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def use_home(home: Path) -> HomeLayout:
+    """Point this process (and any Dagster process it starts) at `home` and its own Dagster instance.
+
+    The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it."""
+    home = home.expanduser().resolve()
+    HomeLayout.of(home).check()
+    os.environ["TOKENLEDGER_HOME"] = str(home)
+    dagster_home = home / ".dagster"
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    if not (dagster_home / "dagster.yaml").exists():
+        (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    return HomeLayout.of(home)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from tokenledger.generate import generate_landing_zone
+
+    home = args.home.expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,
+                                    bad_rows_per_day=args.bad_rows_per_day)
+    print(summary.describe() if hasattr(summary, "describe") else summary)
+    return 0
+
+
+def _failure_messages(result) -> list[str]:
+    """The user-facing message of each failed step or check, without Dagster's stack trace."""
+    messages = []
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            data = event.event_specific_data
+            described = getattr(getattr(data, "user_failure_data", None), "description", None)
+            error = getattr(data, "error", None)
+            text = described or (error.message.strip() if error else event.message)
+            messages.append(f"{event.step_key}: {text.replace('dagster._core.definitions.events.Failure: ', '')}")
+        elif event.event_type_value == "ASSET_CHECK_EVALUATION":
+            evaluation = event.event_specific_data
+            if not evaluation.passed:
+                key = evaluation.asset_check_key
+                description = evaluation.description or ""
+                messages.append(f"check {key.asset_key.to_user_string()}:{key.name} failed. {description}".strip())
+    return messages
+
+
+def print_published(layout: HomeLayout, start: date, end: date) -> None:
+    """What the range published and where: rows per table, the reconciliation, the quarantine."""
+    import duckdb
+
+    from tokenledger import lake
+    from tokenledger.catalog import PUBLISHED_TABLES
+
+    con = duckdb.connect()
+    print(f"\nPublished to {layout.exports} (Parquet per day; finance also CSV) and {layout.warehouse} (views):")
+    for ref in PUBLISHED_TABLES:
+        files = [lake.day_file(layout.exports, ref.schema, ref.name, start + timedelta(days=i))
+                 for i in range((end - start).days + 1)]
+        present = [str(f) for f in files if f.is_file()]
+        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": present}).fetchone()[0] if present else 0
+        print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
+    recon = [str(f) for i in range((end - start).days + 1)
+             if (f := lake.day_file(layout.exports, "quality", "ingest_reconciliation_daily",
+                                    start + timedelta(days=i))).is_file()]
+    if recon:
+        print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged):")
+        for source, read, accepted, quarantined, merged, balanced in con.execute(
+                "SELECT source, sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged), "
+                "bool_and(balanced) FROM read_parquet($f) GROUP BY source ORDER BY source", {"f": recon}).fetchall():
+            state = "balanced" if balanced else "NOT BALANCED"
+            print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
+                  f"+ {merged:>6,} merged   {state}")
+    print(f"\nQuery them with DuckDB: open {layout.warehouse} (read-only is enough) and "
+          "SELECT * FROM quality.quarantine;  the Dagster UI: tokenledger ui --home " + str(layout.home))
+
+
+def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
+    """Materialize every asset of each day in [start, end] through Dagster; returns a process exit code."""
+    layout = use_home(home)
+    warnings.filterwarnings("ignore")
+    from dagster import DagsterInstance
+
+    from pipelines.definitions import defs
+
+    job = defs.resolve_job_def("daily_pipeline")
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}}
+    failed: dict[date, list[str]] = {}
+    with DagsterInstance.get() as instance:
+        day = start
+        while day <= end:
+            result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
+                                            raise_on_error=False, run_config=run_config)
+            if result.success:
+                print(f"{day}  published")
+            else:
+                failed[day] = _failure_messages(result) or ["the run failed; open the Dagster UI for details"]
+                print(f"{day}  FAILED")
+                for message in failed[day]:
+                    print("    " + message.replace("\n", "\n    "))
+            day += timedelta(days=1)
+    print_published(layout, start, end)
+    if failed:
+        print(f"\n{len(failed)} day(s) failed: {', '.join(str(d) for d in failed)}. Fix what the messages say and "
+              "re-run those days; published days were left as they were.")
+        return 1
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    end = args.end or args.start
+    if end < args.start:
+        print(f"--end {end} is before --start {args.start}", file=sys.stderr)
+        return 2
+    return run_days(args.home, args.start, end, verbose=args.verbose)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    layout = use_home(args.home)
+    print(f"Dagster UI for {layout.home} on http://127.0.0.1:{args.port} (Ctrl-C to stop)")
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-p", str(args.port)]
+    return subprocess.call(command, cwd=PROJECT_ROOT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokenledger", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="write a deterministic, realistic sample landing zone")
+    gen.add_argument("--home", type=Path, required=True)
+    gen.add_argument("--start", type=_day, required=True)
+    gen.add_argument("--days", type=int, default=7)
+    gen.add_argument("--requests-per-day", type=int, default=200_000)
+    gen.add_argument("--seed", type=int, default=7)
+    gen.add_argument("--bad-rows-per-day", type=int, default=8,
+                     help="deliberately invalid rows per day, one of each kind, to show the quarantine")
+    gen.set_defaults(func=cmd_generate)
+
+    run = sub.add_parser("run", help="materialize every asset of a range of days, checks included")
+    run.add_argument("--home", type=Path, required=True)
+    run.add_argument("--start", type=_day, required=True)
+    run.add_argument("--end", type=_day, help="last day, inclusive (default: --start)")
+    run.add_argument("--verbose", action="store_true", help="show Dagster's event log while running")
+    run.set_defaults(func=cmd_run)
+
+    ui = sub.add_parser("ui", help="open the Dagster UI on a home")
+    ui.add_argument("--home", type=Path, required=True)
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(func=cmd_ui)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except LedgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
