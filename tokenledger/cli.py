@@ -58,7 +58,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     home.mkdir(parents=True, exist_ok=True)
     summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,
                                     bad_rows_per_day=args.bad_rows_per_day)
-    print(summary.describe() if hasattr(summary, "describe") else summary)
+    print(f"Wrote a sample landing zone to {home}:")
+    print(f"  {summary.days} day(s) from {summary.start}: {summary.requests:,} requests in "
+          f"{len(summary.gateway_files)} gateway files ({summary.rows_written:,} rows: {summary.duplicate_rows:,} "
+          f"logged twice, {len(summary.bad_rows)} deliberately invalid)")
+    print(f"  billing: {summary.billing_file.relative_to(home)} ({summary.billing_rows:,} FOCUS rows)")
+    print(f"  config:  {', '.join(str(p.relative_to(home)) for p in summary.config_files)}")
     return 0
 
 

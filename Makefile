@@ -1,0 +1,46 @@
+# tokenledger: the two commands a newcomer needs are `make demo` and `make test`; both set everything up.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_HOME ?= $(CURDIR)/.home
+DEMO_START ?= 2026-11-16
+DEMO_END ?= 2026-11-22
+DEMO_DAYS ?= 7
+DEMO_REQUESTS_PER_DAY ?= 200000
+DEMO_SEED ?= 7
+
+.PHONY: demo test ui bench lint constraints clean
+
+# The environment: pinned versions (constraints.txt) installed into .venv, the project editable.
+$(BIN)/.installed-dev: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/.installed-dev
+	$(BIN)/tokenledger generate --home $(DEMO_HOME) --start $(DEMO_START) --days $(DEMO_DAYS) \
+		--requests-per-day $(DEMO_REQUESTS_PER_DAY) --seed $(DEMO_SEED)
+	$(BIN)/tokenledger run --home $(DEMO_HOME) --start $(DEMO_START) --end $(DEMO_END)
+
+test: $(BIN)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+ui: $(BIN)/.installed-dev
+	$(BIN)/tokenledger ui --home $(DEMO_HOME)
+
+bench: $(BIN)/.installed-dev
+	$(BIN)/python -m tokenledger.bench --home $(CURDIR)/.bench
+
+lint: $(BIN)/.installed-dev
+	$(BIN)/ruff check .
+
+# Re-resolve the pinned set from a clean environment (run after changing dependencies in pyproject.toml).
+constraints:
+	rm -rf /tmp/tokenledger-constraints && $(PYTHON) -m venv /tmp/tokenledger-constraints
+	/tmp/tokenledger-constraints/bin/python -m pip install --quiet --upgrade pip
+	/tmp/tokenledger-constraints/bin/python -m pip install --quiet -e '.[dev]'
+	/tmp/tokenledger-constraints/bin/python -m pip freeze --exclude-editable > constraints.txt
+
+clean:
+	rm -rf $(VENV) .home .bench .pytest_cache .ruff_cache

@@ -1,0 +1,363 @@
+"""Tests of the synthetic landing zone: contracts, calibration targets, billing shape and the load-test knee.
+
+One week at 20,000 requests per weekday is generated once per module; everything is asserted with DuckDB over
+the written files, the way the pipeline will read them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from tokenledger.generate import (
+    GenerateSummary,
+    capacity_rps,
+    default_steps,
+    generate_landing_zone,
+    generate_loadtest_run,
+    knee_index,
+)
+from tokenledger.generate.scenario import BAD_ROW_KINDS, DEPLOYMENT_BY_ID, ISL_BUCKETS
+
+START = date(2026, 11, 16)  # a Monday
+DAYS = 7
+RPD = 20_000
+SEED = 7
+MODEL_70B, DEP_70B = "llama-3.1-70b-instruct", "llama70b-h100-tp8"
+
+VARCHAR_COLUMNS = {
+    c: "VARCHAR"
+    for c in [
+        "request_id",
+        "received_at",
+        "model",
+        "deployment_id",
+        "tenant_id",
+        "session_id",
+        "status",
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+        "output_tokens",
+        "ttft_ms",
+        "e2e_ms",
+        "queue_ms",
+        "itl_max_ms",
+        "http_status",
+        "error_type",
+    ]
+}
+TYPED = """
+  filename, request_id, model, deployment_id, tenant_id, session_id, status,
+  try_cast(input_tokens AS BIGINT) AS input_tokens,
+  try_cast(cached_input_tokens AS BIGINT) AS cached_input_tokens,
+  try_cast(output_tokens AS BIGINT) AS output_tokens, try_cast(ttft_ms AS DOUBLE) AS ttft_ms,
+  try_cast(e2e_ms AS DOUBLE) AS e2e_ms, try_cast(queue_ms AS DOUBLE) AS queue_ms,
+  try_cast(itl_max_ms AS DOUBLE) AS itl_max_ms
+"""
+
+
+def _gateway(con: duckdb.DuckDBPyConnection, home: Path) -> None:
+    """Views ``raw`` (every row as read, received_at parsed or NULL) and ``g`` (rows keeping the contract)."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"""
+        CREATE OR REPLACE VIEW raw AS
+        SELECT {TYPED}, received_at AS received_at_text, try_cast(received_at AS TIMESTAMPTZ) AS ts,
+               regexp_extract(filename, 'dt=([0-9-]+)', 1)::DATE AS folder_day
+        FROM read_json('{home}/raw/gateway/*/*.jsonl*', format = 'newline_delimited',
+                       columns = {VARCHAR_COLUMNS}, ignore_errors = true, filename = true)
+        UNION ALL
+        SELECT {TYPED}, received_at::VARCHAR, received_at, regexp_extract(filename, 'dt=([0-9-]+)', 1)::DATE
+        FROM read_parquet('{home}/raw/gateway/*/*.parquet', filename = true, hive_partitioning = false)
+    """)
+    con.execute("""
+        CREATE OR REPLACE VIEW g AS SELECT * FROM raw
+        WHERE request_id IS NOT NULL AND ts IS NOT NULL AND output_tokens IS NOT NULL AND input_tokens >= 0
+          AND cached_input_tokens <= input_tokens AND status <> 'okay'
+          AND (e2e_ms IS NULL OR ttft_ms IS NULL OR e2e_ms >= ttft_ms)
+    """)
+
+
+@pytest.fixture(scope="module")
+def zone(tmp_path_factory: pytest.TempPathFactory) -> GenerateSummary:
+    return generate_landing_zone(tmp_path_factory.mktemp("home"), START, DAYS, RPD, SEED)
+
+
+@pytest.fixture(scope="module")
+def con(zone: GenerateSummary) -> duckdb.DuckDBPyConnection:
+    c = duckdb.connect()
+    _gateway(c, zone.home)
+    return c
+
+
+def _digests(home: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in home.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_same_arguments_give_identical_files_and_days_do_not_depend_on_the_range(tmp_path: Path) -> None:
+    a = generate_landing_zone(tmp_path / "a", START, 2, 4_000, SEED)
+    b = generate_landing_zone(tmp_path / "b", START, 2, 4_000, SEED)
+    assert _digests(a.home) == _digests(b.home)
+    one = generate_landing_zone(tmp_path / "c", START, 1, 4_000, SEED)
+    day = f"raw/gateway/dt={START.isoformat()}"
+    assert {k: v for k, v in _digests(one.home).items() if k.startswith(day)} == {
+        k: v for k, v in _digests(a.home).items() if k.startswith(day)
+    }
+    other = generate_landing_zone(tmp_path / "d", START, 1, 4_000, SEED + 1)
+    assert _digests(other.home) != _digests(one.home)
+
+
+def test_layout_and_summary(zone: GenerateSummary) -> None:
+    home = zone.home
+    for i in range(DAYS):
+        folder = home / "raw" / "gateway" / f"dt={START + timedelta(days=i)}"
+        names = sorted(p.name for p in folder.iterdir())
+        assert sum(n.endswith(".jsonl.gz") for n in names) == 7
+        assert sum(n.endswith(".jsonl") for n in names) == 1
+        assert sum(n.endswith(".parquet") for n in names) == 1
+    assert zone.billing_file == home / "raw" / "billing" / "focus-2026-11-16-2026-11-22.csv"
+    assert {p.name for p in zone.config_files} == {"deployments.yaml", "slo.yaml", "costs.yaml"}
+    assert zone.rows_written == zone.requests + zone.duplicate_rows + len(zone.bad_rows)
+    weekday, sunday = zone.per_day[0].requests, zone.per_day[6].requests
+    assert 0.95 * RPD < weekday < 1.1 * RPD
+    assert 0.45 < sunday / weekday < 0.65
+
+
+def test_every_row_is_within_its_folder_day(con: duckdb.DuckDBPyConnection, zone: GenerateSummary) -> None:
+    outside = con.execute(
+        "SELECT count(*) FROM raw WHERE ts IS NOT NULL AND ts::DATE <> folder_day"
+    ).fetchone()
+    assert outside == (0,)
+    # Only two bad rows a day lack a parseable received_at: the invalid JSON line and the garbage stamp.
+    assert con.execute("SELECT count(*) FROM raw WHERE ts IS NULL").fetchone() == (2 * DAYS,)
+    offsets = con.execute(
+        "SELECT count(*) FILTER (WHERE received_at_text LIKE '%+08:00'), "
+        "count(*) FILTER (WHERE received_at_text LIKE '%Z') FROM raw WHERE filename LIKE '%gw-b-%'"
+    ).fetchone()
+    assert offsets[0] > 0 and offsets[1] == 0
+
+
+def test_contract_holds_on_valid_rows(con: duckdb.DuckDBPyConnection) -> None:
+    broken = con.execute("""
+        SELECT
+          count(*) FILTER (WHERE output_tokens > 0 AND ttft_ms IS NULL),
+          count(*) FILTER (WHERE queue_ms > ttft_ms),
+          count(*) FILTER (WHERE status = 'rejected' AND (e2e_ms IS NOT NULL OR ttft_ms IS NOT NULL)),
+          count(*) FILTER (WHERE status <> 'rejected' AND e2e_ms IS NULL),
+          count(*) FILTER (WHERE status NOT IN ('ok', 'error', 'timeout', 'disconnected', 'rejected',
+                                                'cancelled')),
+          count(*) FILTER (WHERE session_id IS NOT NULL AND model = 'llama-3.1-8b-instruct'),
+          count(*) FILTER (WHERE tenant_id LIKE 'sk-%')
+        FROM g""").fetchone()
+    assert broken == (0,) * 7
+    missing_dep = con.execute(
+        "SELECT model, count(*) FROM g WHERE deployment_id IS NULL GROUP BY model"
+    ).fetchall()
+    assert [m for m, _ in missing_dep] == ["llama-3.1-8b-instruct"]
+    itl_missing = con.execute(
+        "SELECT avg((itl_max_ms IS NULL)::INT) FROM g WHERE status = 'ok' AND output_tokens >= 2"
+    ).fetchone()[0]
+    assert 0.002 < itl_missing < 0.01
+
+
+def test_parquet_types(zone: GenerateSummary) -> None:
+    path = next(p for p in zone.gateway_files if p.suffix == ".parquet")
+    described = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{path}', hive_partitioning = false)")
+    types = {name: kind for name, kind, *_ in described.fetchall()}
+    assert types["received_at"] == "TIMESTAMP WITH TIME ZONE"
+    assert types["input_tokens"] == types["output_tokens"] == "BIGINT"
+    assert types["ttft_ms"] == types["itl_max_ms"] == "DOUBLE"
+
+
+def test_status_shares(con: duckdb.DuckDBPyConnection) -> None:
+    cancelled, failed, rejected = con.execute("""
+        SELECT avg((status = 'cancelled')::INT), avg((status IN ('error', 'timeout', 'disconnected'))::INT),
+               avg((status = 'rejected')::INT)
+        FROM (SELECT DISTINCT ON (request_id) * FROM g)""").fetchone()
+    assert 0.008 < cancelled < 0.012
+    assert 0.00025 < failed < 0.001
+    assert rejected < 0.005
+
+
+def test_duplicates_are_the_same_request_finishing_later(
+    con: duckdb.DuckDBPyConnection, zone: GenerateSummary
+) -> None:
+    dups, later = con.execute("""
+        SELECT count(*), count(*) FILTER (WHERE max_e2e > min_e2e)
+        FROM (SELECT request_id, min(e2e_ms) AS min_e2e, max(e2e_ms) AS max_e2e FROM g GROUP BY request_id
+              HAVING count(*) > 1)""").fetchone()
+    assert dups == zone.duplicate_rows
+    assert later == dups
+    assert 0.0002 < dups / zone.requests < 0.001
+
+
+def test_token_mix(con: duckdb.DuckDBPyConnection) -> None:
+    rows = con.execute("""
+        SELECT session_id IS NOT NULL AS agent, sum(cached_input_tokens) / sum(input_tokens),
+               sum(input_tokens) / sum(output_tokens), avg(output_tokens) FILTER (WHERE status = 'ok')
+        FROM g WHERE status <> 'rejected' GROUP BY ALL""").fetchall()
+    stats = {agent: (hit, io, out) for agent, hit, io, out in rows}
+    hit, io, out = stats[True]
+    assert 0.94 <= hit <= 0.98
+    assert 250 <= io <= 350
+    assert 220 <= out <= 275
+    assert stats[False][0] < 0.2
+    chat_8b = con.execute(
+        "SELECT quantile_cont(input_tokens, 0.5), max(input_tokens) FROM g "
+        "WHERE model = 'llama-3.1-8b-instruct'"
+    ).fetchone()
+    assert 200 < chat_8b[0] < 1_000 and chat_8b[1] <= 8_000
+
+
+def _ttft_limit_sql() -> str:
+    cases = " ".join(
+        f"WHEN input_tokens < {hi} THEN {limit}" for _, _, hi, limit in ISL_BUCKETS if hi is not None
+    )
+    return f"CASE {cases} ELSE {ISL_BUCKETS[-1][3]} END"
+
+
+def test_70b_violations_cluster_in_weekday_peak_before_the_scale_up(con: duckdb.DuckDBPyConnection) -> None:
+    scale_up = datetime(2026, 11, 19, 12, tzinfo=UTC)
+    rates = dict(
+        con.execute(f"""
+        SELECT CASE WHEN hour(ts) BETWEEN 9 AND 15 THEN 'peak' WHEN hour(ts) < 6 THEN 'night' END AS period,
+               avg((ttft_ms > {_ttft_limit_sql()})::INT)
+        FROM g WHERE model = '{MODEL_70B}' AND status = 'ok' AND ts < TIMESTAMPTZ '{scale_up.isoformat()}'
+        GROUP BY ALL HAVING period IS NOT NULL""").fetchall()
+    )
+    assert rates["peak"] > 0.01
+    assert rates["night"] < 0.002
+    assert rates["peak"] > 10 * rates["night"]
+    after = con.execute(f"""
+        SELECT avg((ttft_ms > {_ttft_limit_sql()})::INT) FROM g
+        WHERE model = '{MODEL_70B}' AND status = 'ok' AND ts >= TIMESTAMPTZ '{scale_up.isoformat()}'
+          AND dayofweek(ts) BETWEEN 1 AND 5 AND hour(ts) BETWEEN 9 AND 15""").fetchone()[0]
+    assert after < rates["peak"] / 3
+
+
+def test_deployments_yaml_has_the_scale_up(zone: GenerateSummary) -> None:
+    deployments = yaml.safe_load((zone.home / "config" / "deployments.yaml").read_text())["deployments"]
+    v70 = [d for d in deployments if d["deployment_id"] == DEP_70B]
+    assert [d["gpus"] for d in v70] == [16, 24]
+    scale_up = datetime(2026, 11, 19, 12, tzinfo=UTC)
+    assert v70[0]["valid_from"] == START and v70[0]["valid_to"] == scale_up
+    assert v70[1]["valid_from"] == scale_up and v70[1]["valid_to"] is None
+    required = {"deployment_id", "model", "gpu_type", "gpus", "gpus_per_replica", "tp", "pp", "quantization",
+                "cache_policy", "gpu_power_w", "slots_per_replica", "hosting", "rate_card", "resource_ids",
+                "valid_from", "valid_to"}  # fmt: skip
+    assert all(required <= d.keys() for d in deployments)
+    onprem = next(d for d in deployments if d["hosting"] == "on_prem")
+    costs = yaml.safe_load((zone.home / "config" / "costs.yaml").read_text())["versions"][0]
+    assert onprem["rate_card"] in costs["rate_cards"]
+    assert costs["token_class_weights"] == {"cached": 0.1, "recomputed": 1.0, "output": 5.0}
+    assert set(costs["list_prices"]) == {d["model"] for d in deployments}
+    slo = yaml.safe_load((zone.home / "config" / "slo.yaml").read_text())["versions"][0]
+    assert slo["valid_from"] == START and slo["default"]["queue_p99_ms"] == 300
+
+
+def test_focus_export_covers_every_cost_path(zone: GenerateSummary) -> None:
+    c = duckdb.connect()
+    c.execute(
+        f"CREATE TABLE f AS SELECT * FROM read_csv('{zone.billing_file}', nullstr = 'NULL', header = true, "
+        "timestampformat = '%Y-%m-%d %H:%M:%S')"
+    )
+    c.execute("""CREATE VIEW t AS SELECT *, json_extract_string(Tags, '$."tokenledger:deployment"') AS dep,
+                 date_diff('hour', ChargePeriodStart, ChargePeriodEnd) AS hours FROM f""")
+    gpu_hours = dict(
+        c.execute(f"""SELECT ChargePeriodStart::DATE, sum(ConsumedQuantity) FROM t
+                      WHERE dep = '{DEP_70B}' AND SkuId = 'p5.48xlarge' GROUP BY 1""").fetchall()
+    )
+    assert [gpu_hours[START + timedelta(days=i)] for i in range(5)] == [48, 48, 48, 60, 72]
+    patterns = DEPLOYMENT_BY_ID[DEP_70B].resource_ids
+    ids = [
+        r for (r,) in c.execute("SELECT DISTINCT ResourceId FROM t WHERE SkuId = 'p5.48xlarge'").fetchall()
+    ]
+    assert len(ids) == 3 and all(any(fnmatch.fnmatchcase(r, p) for p in patterns) for r in ids)
+    credit = "ChargeCategory = 'Credit' AND EffectiveCost < 0 AND BilledCost < 0"
+    checks = {
+        "gpu": "ServiceCategory = 'Compute' AND SkuId LIKE 'p5%' AND hours = 1 AND dep IS NOT NULL",
+        "cpu": "ServiceCategory = 'Compute' AND SkuId LIKE 'c7i%' AND hours = 1 AND dep NOT IN ('shared')",
+        "network": "ServiceCategory = 'Networking' AND hours = 24 AND dep IS NOT NULL",
+        "storage": "ServiceCategory = 'Storage' AND hours = 24",
+        "storage_6h": "ServiceCategory = 'Storage' AND hours = 6 AND Tags IS NULL",
+        "untagged": "ServiceCategory = 'Management and Governance' AND Tags IS NULL AND hours = 24",
+        "shared": "dep = 'shared'",
+        "credit": f"{credit} AND hours = {24 * DAYS}",  # one credit spread over the whole week
+    }
+    counts = {k: c.execute(f"SELECT count(*) FROM t WHERE {w}").fetchone()[0] for k, w in checks.items()}
+    assert all(n > 0 for n in counts.values()), counts
+    assert counts["storage_6h"] == 1 and counts["credit"] == 1
+    assert c.execute("SELECT count(*) FROM t WHERE dep = 'llama8b-l40s-onprem'").fetchone() == (0,)
+    assert c.execute("SELECT count(*) FROM t WHERE EffectiveCost <> BilledCost").fetchone()[0] > 0
+    header = zone.billing_file.read_text().splitlines()[0]
+    assert header.startswith('"AvailabilityZone","BilledCost",')
+
+
+def test_bad_rows_one_of_each_kind_per_day(con: duckdb.DuckDBPyConnection, zone: GenerateSummary) -> None:
+    assert len(zone.bad_rows) == 8 * DAYS
+    for d in zone.per_day:
+        assert sorted(b.kind for b in d.bad_rows) == sorted(k for k, _ in BAD_ROW_KINDS)
+    per_kind = con.execute("""
+        SELECT count(*) FILTER (WHERE input_tokens < 0),
+               count(*) FILTER (WHERE cached_input_tokens > input_tokens AND input_tokens >= 0),
+               count(*) FILTER (WHERE e2e_ms < ttft_ms), count(*) FILTER (WHERE status = 'okay'),
+               count(*) FILTER (WHERE request_id IS NULL AND ts IS NOT NULL),
+               count(*) FILTER (WHERE ts IS NULL AND received_at_text IS NOT NULL)
+        FROM raw""").fetchone()
+    assert per_kind == (DAYS,) * 6
+    for bad in zone.bad_rows:
+        if bad.kind in ("invalid_json", "non_numeric_output_tokens"):
+            line = (zone.home / bad.file).read_text().splitlines()[bad.line - 1]
+            if bad.kind == "invalid_json":
+                with pytest.raises(json.JSONDecodeError):
+                    json.loads(line)
+            else:
+                assert json.loads(line)["output_tokens"] == "unknown"
+
+
+def test_no_bad_rows_when_asked(tmp_path: Path) -> None:
+    z = generate_landing_zone(tmp_path, START, 1, 2_000, SEED, bad_rows_per_day=0)
+    assert z.bad_rows == ()
+    c = duckdb.connect()
+    _gateway(c, tmp_path)
+    assert c.execute("SELECT count(*) FROM raw").fetchone() == c.execute("SELECT count(*) FROM g").fetchone()
+
+
+def test_loadtest_knee(tmp_path: Path) -> None:
+    steps = default_steps(DEP_70B)
+    knee = knee_index(DEP_70B, steps)
+    assert knee == 3 and steps[knee] < capacity_rps(DEP_70B)
+    start = datetime(2026, 11, 17, 2, tzinfo=UTC)
+    run = generate_loadtest_run(tmp_path, "lt-70b", MODEL_70B, DEP_70B, start, None, 6, SEED)
+    meta = yaml.safe_load((run / "run.yaml").read_text())
+    assert {"run_id", "model", "deployment_id", "start", "warmup_min", "steps"} <= meta.keys()
+    assert [s["arrival_rate"] for s in meta["steps"]] == steps
+    c = duckdb.connect()
+    c.execute("SET TimeZone = 'UTC'")
+    c.execute(
+        "CREATE TABLE r AS SELECT *, received_at::TIMESTAMPTZ AS ts "
+        f"FROM read_json('{run}/requests.jsonl.gz')"
+    )
+    p99 = []
+    for s in meta["steps"]:
+        lo = s["start"] + timedelta(minutes=meta["warmup_min"])
+        p99.append(
+            c.execute(f"""SELECT quantile_cont(ttft_ms, 0.99) FILTER (WHERE input_tokens < 4096),
+                                 quantile_cont(queue_ms, 0.99)
+                          FROM r WHERE status = 'ok' AND ts >= TIMESTAMPTZ '{lo.isoformat()}'
+                            AND ts < TIMESTAMPTZ '{s["end"].isoformat()}'""").fetchone()
+        )
+    ttft, queue = zip(*p99, strict=True)
+    assert all(t <= 1000 for t in ttft[: knee + 1]) and all(t > 1000 for t in ttft[knee + 1 :])
+    assert all(q <= 300 for q in queue[: knee + 1]) and all(q > 300 for q in queue[knee + 1 :])

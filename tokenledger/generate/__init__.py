@@ -1,0 +1,81 @@
+"""Synthetic landing zone: gateway logs, a FOCUS billing export and configs for a made-up serving fleet.
+
+The scenario (models, deployments, workloads, load shape, latency model) is data in ``scenario.py``. Every day
+is drawn from random streams keyed by (seed, day), so the same arguments give byte-identical files and day D
+does not depend on how many days were generated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from .billing import write_focus
+from .configs import write_configs
+from .gateway import BadRow, DaySummary, generate_day
+from .loadtest import capacity_rps, default_steps, generate_loadtest_run, knee_index, rho_knee
+
+__all__ = [
+    "BadRow",
+    "DaySummary",
+    "GenerateSummary",
+    "capacity_rps",
+    "default_steps",
+    "generate_landing_zone",
+    "generate_loadtest_run",
+    "knee_index",
+    "rho_knee",
+]
+
+
+@dataclass(frozen=True)
+class GenerateSummary:
+    """What was written: counts per day, every bad row with its file and line, and all paths."""
+
+    home: Path
+    start: date
+    days: int
+    requests: int  # distinct valid requests over all days
+    rows_written: int  # gateway rows including duplicate copies and bad rows
+    duplicate_rows: int
+    bad_rows: tuple[BadRow, ...]
+    per_day: tuple[DaySummary, ...]
+    gateway_files: tuple[Path, ...]
+    billing_file: Path
+    billing_rows: int
+    config_files: tuple[Path, ...]
+
+
+def generate_landing_zone(
+    home: Path, start: date, days: int, requests_per_day: int, seed: int, bad_rows_per_day: int = 8
+) -> GenerateSummary:
+    """Write ``raw/gateway``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from ``start``.
+
+    ``requests_per_day`` is the weekday volume; Saturdays and Sundays carry 60% and 55% of it (plus or minus
+    Poisson noise and bursts). ``bad_rows_per_day`` invalid rows are added to each day, one of each kind in
+    ``scenario.BAD_ROW_KINDS`` order.
+    """
+    if days < 1 or requests_per_day < 0 or bad_rows_per_day < 0:
+        raise ValueError("days must be >= 1 and requests_per_day, bad_rows_per_day >= 0")
+    home = Path(home)
+    per_day = tuple(
+        generate_day(home, start, start + timedelta(days=i), requests_per_day, seed, bad_rows_per_day)
+        for i in range(days)
+    )
+    focus = write_focus(home, start, days, seed)
+    configs = write_configs(home, start, seed)
+    return GenerateSummary(
+        home=home,
+        start=start,
+        days=days,
+        requests=sum(d.requests for d in per_day),
+        rows_written=sum(d.rows_written for d in per_day),
+        duplicate_rows=sum(d.duplicate_rows for d in per_day),
+        bad_rows=tuple(b for d in per_day for b in d.bad_rows),
+        per_day=per_day,
+        gateway_files=tuple(p for d in per_day for p in d.files),
+        billing_file=focus.path,
+        billing_rows=focus.rows,
+        config_files=tuple(configs),
+    )

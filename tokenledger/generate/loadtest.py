@@ -1,0 +1,198 @@
+"""Synthetic load-test runs: arrival-rate steps against one deployment at a fixed number of replicas.
+
+A load test's arrival rates are absolute (requests/s), so utilization comes from physical capacity here:
+a request costs ``recomputed / prefill_capacity_tps + output / decode_capacity_tps`` replica-seconds, and the
+deployment's capacity is ``replicas / E[cost]`` requests/s (:func:`capacity_rps`). Each step then runs at
+``rho = rate / capacity_rps`` through the same fluid queue and latency model as production.
+
+The knee follows from the latency model: the stochastic queue wait is exponential with mean
+``queue_scale_ms * rho**4 / (1 - rho)``, so its P99 (ln 100 times the mean) reaches the policy's
+``queue_p99_ms`` (300 ms) at ``rho_knee`` ~= 0.87 (:func:`rho_knee`). Below it every commitment holds (TTFT
+per bucket, ITL, TPOT, success rate); the queue, TTFT and ITL (stalls) break together above it. The default
+steps sit at rho = 0.30, 0.50, 0.65, 0.80, 0.95, 1.10, so the knee is step index 3 (:func:`knee_index`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from .gateway import NODE_INDEX, Traffic, connect, mix64, serve, to_arrow, write_files
+from .latency import mean_queue_ms
+from .scenario import (
+    DEPLOYMENT_BY_ID,
+    DEPLOYMENTS,
+    LOADTEST_OUTCOMES,
+    QUEUE_P99_MS,
+    SCENARIO_SEED,
+    STREAMS,
+    TENANTS,
+    Stream,
+    rng_for,
+)
+from .workload import Batch, agent_step_samples, chat_batch, poisson_times
+
+#: Default steps as utilization of the deployment's capacity at its initial replica count.
+LOADTEST_RHO = (0.30, 0.50, 0.65, 0.80, 0.95, 1.10)
+_LOADTEST_KEY_OFFSET = np.uint64(1 << 62)  # keeps load-test request ids apart from production ones
+
+
+def _streams(deployment_id: str) -> list[Stream]:
+    return [s for s in STREAMS if s.deployment_id == deployment_id]
+
+
+def _requests(rng: np.random.Generator, stream: Stream, t_ms: np.ndarray) -> Batch:
+    """Requests of ``stream`` at times ``t_ms``; agent steps are replayed as independent requests."""
+    if stream.is_agent:
+        b = agent_step_samples(rng, stream, len(t_ms))
+        b.t_ms = t_ms
+        return b
+    return chat_batch(rng, stream, t_ms)
+
+
+@cache
+def expected_work_s(deployment_id: str) -> float:
+    """Mean replica-seconds of work per request of the deployment's production mix (fixed-seed sample)."""
+    dep = DEPLOYMENT_BY_ID[deployment_id]
+    lat = dep.latency
+    streams = _streams(deployment_id)
+    total_share = sum(s.share for s in streams)
+    work = 0.0
+    for s in streams:
+        b = _requests(rng_for(SCENARIO_SEED, s.name, "work"), s, np.zeros(50_000, dtype=np.int64))
+        per_request = (
+            b.input_tokens - b.cached
+        ) / lat.prefill_capacity_tps + b.output / lat.decode_capacity_tps
+        work += s.share / total_share * float(per_request.mean())
+    return work
+
+
+def capacity_rps(deployment_id: str, replicas: int | None = None) -> float:
+    """Requests/s the deployment completes at full utilization (initial replica count by default)."""
+    dep = DEPLOYMENT_BY_ID[deployment_id]
+    return (replicas or dep.replicas) / expected_work_s(deployment_id)
+
+
+def rho_knee(deployment_id: str) -> float:
+    """Utilization at which the P99 of the queue wait reaches the SLO policy's ``queue_p99_ms``."""
+    lat = DEPLOYMENT_BY_ID[deployment_id].latency
+    lo, hi = 0.01, lat.rho_cap
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if math.log(100) * float(mean_queue_ms(lat, mid)) <= QUEUE_P99_MS:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def default_steps(deployment_id: str) -> list[float]:
+    """Arrival rates (req/s, 2 decimals) at LOADTEST_RHO of the deployment's capacity."""
+    cap = capacity_rps(deployment_id)
+    return [round(r * cap, 2) for r in LOADTEST_RHO]
+
+
+def knee_index(deployment_id: str, steps: list[float]) -> int:
+    """Index of the last step whose utilization is within ``rho_knee`` (-1 if none): lambda_slo_max's step.
+
+    Steps within a few percent of the knee are ambiguous (sampling noise decides); the defaults avoid them.
+    """
+    cap, knee = capacity_rps(deployment_id), rho_knee(deployment_id)
+    ok = [i for i, rate in enumerate(steps) if rate / cap <= knee]
+    return ok[-1] if ok else -1
+
+
+def _iso(d: datetime) -> str:
+    return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_loadtest_run(
+    home: Path,
+    run_id: str,
+    model: str,
+    deployment_id: str,
+    start: datetime,
+    steps: list[float] | None,
+    step_minutes: int,
+    seed: int,
+) -> Path:
+    """Write ``raw/loadtest/<run_id>/requests.jsonl.gz`` and ``run.yaml``; return the run folder.
+
+    ``steps`` are arrival rates in requests/s (default :func:`default_steps`), each held ``step_minutes``
+    with Poisson arrivals, against the deployment's initial replica count (its first inventory version, so
+    schedule the run before the scale-up). ``warmup_min`` in run.yaml is the number of minutes at the start of
+    *each* step excluded from that step's measurement.
+
+    The knee is not written anywhere: a step's utilization is ``rate / capacity_rps(deployment_id)``, every
+    commitment holds while it is at most ``rho_knee`` (~0.87, where the queue P99 reaches 300 ms) and the
+    queue, TTFT and ITL commitments break above it. :func:`knee_index` gives the last compliant step (index 3
+    for the default steps at rho 0.30, 0.50, 0.65, 0.80, 0.95, 1.10).
+    """
+    dep = DEPLOYMENT_BY_ID.get(deployment_id)
+    if dep is None or dep.model != model:
+        raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    home = Path(home)
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    rates = default_steps(deployment_id) if steps is None else [float(r) for r in steps]
+    minutes = len(rates) * step_minutes
+    rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
+    run_key = zlib.crc32(run_id.encode())
+    streams = _streams(deployment_id)
+    total_share = sum(s.share for s in streams)
+
+    batches = []
+    for s in streams:
+        rng = rng_for(seed, "loadtest", run_key, s.name)
+        t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
+        batches.append(_requests(rng, s, t))
+    batch = Batch.concat(batches)
+    batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
+    batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
+
+    demand = rate_per_minute * expected_work_s(deployment_id)  # replica-seconds of work per second
+    capacity = np.full(minutes, float(dep.replicas))
+    rng = rng_for(seed, "loadtest", run_key, "serve")
+    n = len(batch)
+    tr: Traffic = serve(
+        rng, DEPLOYMENTS.index(dep), batch, np.zeros(n, dtype=np.uint64), demand, capacity, LOADTEST_OUTCOMES
+    )
+    keys = _LOADTEST_KEY_OFFSET + (np.uint64(run_key) << np.uint64(30)) + np.arange(n, dtype=np.uint64)
+    start_ms = int(start.timestamp() * 1000)
+    node = np.full(n, NODE_INDEX["gw-a"], dtype=np.int64)
+    table = to_arrow(
+        tr,
+        start_ms,
+        mix64(keys),
+        np.zeros(n, dtype=bool),
+        node,
+        np.zeros(n, dtype=np.int8),
+        np.full(n, -1, dtype=np.int8),
+    )
+    folder = home / "raw" / "loadtest" / run_id
+    con = connect()
+    write_files(con, table, folder, ["requests.jsonl.gz"])
+    con.close()
+
+    step_lines = []
+    for i, rate in enumerate(rates):
+        s0 = start + timedelta(minutes=i * step_minutes)
+        s1 = s0 + timedelta(minutes=step_minutes)
+        step_lines.append(f"  - {{arrival_rate: {rate:g}, start: {_iso(s0)}, end: {_iso(s1)}}}")
+    (folder / "run.yaml").write_text(
+        f"# Generated by tokenledger.generate.generate_loadtest_run (seed {seed}): Poisson arrivals,\n"
+        f"# {dep.replicas} replicas ({dep.replicas * dep.gpus_per_replica} x {dep.gpu_type}), "
+        f"{step_minutes} minutes per step.\n"
+        f"run_id: {run_id}\n"
+        f"model: {model}\n"
+        f"deployment_id: {deployment_id}\n"
+        f"start: {_iso(start)}\n"
+        f"warmup_min: {min(5, step_minutes // 5)}\n"
+        "steps:\n" + "\n".join(step_lines) + "\n"
+    )
+    return folder
