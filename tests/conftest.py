@@ -179,14 +179,11 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
     tags = {}
     if end and end != start:
         tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end}
-    if selection:
-        assets = [defs.resolve_assets_def(dg.AssetKey.from_user_string(key)) for key in selection]
-        return dg.materialize(assets, raise_on_error=False, tags=tags,
-                              partition_key=None if tags else start)
     job = defs.resolve_job_def("daily_pipeline")
+    keys = [dg.AssetKey.from_user_string(k) for k in selection] if selection else None
     if tags:
-        return job.execute_in_process(tags=tags, raise_on_error=False)
-    return job.execute_in_process(partition_key=start, raise_on_error=False)
+        return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys)
+    return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys)
 
 
 def failure_text(result) -> str:

@@ -177,3 +177,24 @@ def test_deployments_resolve_a_mid_day_scale_up(home: Path) -> None:
                                                                                    (24, 12.0, 288.0)]
     # Time-weighted GPUs for the day: 480 GPU-hours / 24 h = 20.
     assert sum(v["gpu_hours"] for v in versions) / 24 == 20.0
+
+
+def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
+    _write_day(home)
+    assert materialize(DAY, selection=["core/deployments_daily", "core/gateway_requests",
+                                       "core/billing_charges"]).success
+    part = home / "lake/quality_parts/ingest_reconciliation_gateway" / f"day={DAY}" / "data.parquet"
+    con = duckdb.connect()
+    con.execute("COPY (SELECT * REPLACE (rows_accepted + 1 AS rows_accepted) FROM read_parquet($p)) TO $t "
+                "(FORMAT PARQUET)",
+                {"p": str(part), "t": str(part) + ".tmp"})
+    Path(str(part) + ".tmp").replace(part)
+    result = materialize(DAY, selection=["quality/quarantine", "quality/ingest_reconciliation_daily",
+                                         "publish/exports"])
+    assert not result.success
+    evaluations = [e.event_specific_data for e in result.all_events
+                   if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert [(e.asset_check_key.name, e.passed) for e in evaluations] == [("ingest_reconciliation_balanced", False)]
+    assert evaluations[0].description == ("quality.ingest_reconciliation_daily does not balance: 2026-11-16 gateway: "
+                                          "read 28 != accepted 14 + quarantined 11 + merged 4")
+    assert not (home / "exports").exists()
