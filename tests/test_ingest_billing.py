@@ -139,3 +139,24 @@ def test_real_focus_sample_totals_split_by_day(home: Path) -> None:
     assert round(total_effective, 6) == Decimal("14.976514")
     assert round(total_billed, 6) == Decimal("20.520227")
     assert sum(count.values()) >= 1000  # rows whose period spans days appear in each of them
+
+
+@pytest.mark.skipif(not FOCUS_SAMPLE.is_file(), reason="../shared/data/public is not beside the checkout")
+@pytest.mark.parametrize("kind", ["parquet", "csv.gz"])
+def test_focus_as_parquet_or_gzip_csv_gives_the_same_days(home: Path, tmp_path: Path, kind: str) -> None:
+    con = duckdb.connect()
+    target = home / "raw" / "billing" / f"focus.{kind}"
+    if kind == "parquet":  # typed columns, as a provider's Parquet export has them
+        con.execute("COPY (SELECT * FROM read_csv($s, nullstr = ['NULL', ''])) TO $t (FORMAT PARQUET)",
+                    {"s": str(FOCUS_SAMPLE), "t": str(target)})
+    else:
+        import gzip
+
+        target.write_bytes(gzip.compress(FOCUS_SAMPLE.read_bytes()))
+    assert materialize("2024-09-01", "2024-09-30", selection=["core/billing_charges"]).success
+    effective, billed, _ = _expected_from_csv(FOCUS_SAMPLE)
+    per_day = dict(con.execute(
+        "SELECT day::VARCHAR, sum(effective_cost_day) FROM read_parquet($g) GROUP BY day",
+        {"g": str(home / "lake/core/billing_charges/day=*/data.parquet")}).fetchall())
+    assert per_day.keys() == effective.keys()
+    assert all(abs(per_day[d] - effective[d]) < Decimal("1e-9") for d in per_day)
