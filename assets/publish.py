@@ -8,6 +8,7 @@ previous version, so a reader sees the old day or the new day, never a mix or no
 import dagster as dg
 import duckdb
 
+from assets.accounting import capacity_daily, goodput_hourly, slo_daily, token_split_daily, token_split_hourly
 from assets.daily import for_each_day
 from assets.quality import ingest_reconciliation_daily, quarantine
 from pipelines.partitions import daily_partitions, single_run
@@ -19,7 +20,8 @@ from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.warehouse import refresh_views
 
-PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily]
+PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
+                    capacity_daily, goodput_hourly]
 
 
 @dg.asset(key=["publish", "exports"], deps=PUBLISHED_ASSETS, partitions_def=daily_partitions,

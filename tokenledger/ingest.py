@@ -147,17 +147,23 @@ def _stage_gateway_file(con: duckdb.DuckDBPyConnection, path: Path, file_index: 
                              "gateway log. Convert it or move it out of the landing folder, then re-run the day.")
 
 
-def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                       scratch: Path) -> IngestCounts:
-    """Type, judge, resolve and de-duplicate one day of gateway logs into core.gateway_requests."""
-    files = landing_files(layout.gateway_day_dir(window.day), GATEWAY_SUFFIXES, "gateway log")
-    stage_dir = scratch / "gateway"
+def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[Path], stage_dir: Path) -> list[Path]:
+    """Type and judge each file by the gateway_request contract into stage_dir/NNNNNN.parquet (NNNNNN = the
+    file's position, its file_index); returns the staged files in read order."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     staged = []
     for index, path in enumerate(files):
         target = stage_dir / f"{index:06d}.parquet"
         _stage_gateway_file(con, path, index, target)
         staged.append(target)
+    return staged
+
+
+def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                       scratch: Path) -> IngestCounts:
+    """Type, judge, resolve and de-duplicate one day of gateway logs into core.gateway_requests."""
+    files = landing_files(layout.gateway_day_dir(window.day), GATEWAY_SUFFIXES, "gateway log")
+    staged = stage_gateway_files(con, files, scratch / "gateway")
     deployments = lake.day_file(layout.lake, "core", "deployments_daily", window.day)
     con.execute(f"CREATE OR REPLACE TEMP VIEW deployments_day AS SELECT * FROM read_parquet({quote_path(deployments)})")
     _create_staged_view(con, "staged_gateway", staged, load_contract("gateway_request").table().column_names)

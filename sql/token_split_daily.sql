@@ -1,0 +1,33 @@
+-- infra.token_split_daily: per model and UTC day, input as three figures (total, cached, recomputed) over the
+-- requests that reached the model, with the ratios that put them side by side (spec/metrics.md, section 3).
+-- Every model in force on the day has a row; a model without requests has zeros and NULL ratios.
+WITH models AS (
+    SELECT model FROM day_deployments
+    UNION
+    SELECT model FROM day_usage
+),
+figures AS (
+    SELECT
+        m.model,
+        coalesce(sum(u.requests), 0)::BIGINT AS requests,
+        coalesce(sum(u.input_total), 0)::BIGINT AS input_total,
+        coalesce(sum(u.input_cached), 0)::BIGINT AS input_cached,
+        coalesce(sum(u.input_recomputed), 0)::BIGINT AS input_recomputed,
+        coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens
+    FROM models AS m
+    LEFT JOIN day_usage AS u ON u.model = m.model
+    GROUP BY m.model
+)
+SELECT
+    $day::DATE AS day,
+    model,
+    requests,
+    input_total,
+    input_cached,
+    input_recomputed,
+    input_cached / nullif(input_total, 0) AS cache_hit_ratio,
+    input_total / nullif(input_recomputed, 0) AS input_overstatement,
+    output_tokens,
+    input_total / nullif(output_tokens, 0) AS input_output_ratio
+FROM figures
+ORDER BY model

@@ -1,0 +1,115 @@
+"""Accounting over a generated week, and the published accounting tables against their data contracts.
+
+One week at 20,000 requests per weekday (tokenledger.generate, seed 7) is generated and run through the whole
+daily pipeline once per module; the tests read its lake and exports with DuckDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import failure_text, materialize
+from tokenledger import lake
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.contracts import Table, load_contract, sql_literal
+from tokenledger.generate import generate_landing_zone
+
+START, END = "2026-11-16", "2026-11-22"  # Monday to Sunday; the 70B model scales 2 -> 3 replicas Thursday noon
+MODEL_70B, CODER = "llama-3.1-70b-instruct", "qwen3-coder-480b-a35b"
+ACCOUNTING_TABLES = [ref for ref in PUBLISHED_TABLES if ref.schema == "infra"] + [
+    ref for ref in CORE_TABLES if ref.name == "usage_hourly"]
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("week") / "home"
+    generate_landing_zone(home, date(2026, 11, 16), 7, 20_000, seed=7)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENLEDGER_HOME", str(home))
+        result = materialize(START, END)
+        assert result.success, failure_text(result)
+        yield home
+
+
+def _query(home: Path, sql: str, table: TableRef) -> list[tuple]:
+    files = sql_literal(lake.table_glob(home / "lake", table.schema, table.name))
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW {table.name} AS SELECT * FROM read_parquet({files})")
+    return con.execute(sql).fetchall()
+
+
+def test_raw_throughput_exceeds_goodput_in_the_peak_hours_only(week: Path) -> None:
+    ref = TableRef("infra", "goodput_hourly")
+    # Monday to Wednesday on two replicas: the business-hours peak (10:00-15:59 UTC, ~1.45x the mean arrival
+    # rate) runs the 70B deployment near saturation; nights (00:00-05:59, ~0.55x) are quiet.
+    (peak, night, peak_hours_behind, friday_peak), = _query(week, f"""
+        SELECT
+            sum(slo_goodput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18')
+              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18'),
+            sum(slo_goodput) FILTER (WHERE hour BETWEEN 0 AND 5 AND day <= '2026-11-18')
+              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 0 AND 5 AND day <= '2026-11-18'),
+            count(*) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18' AND raw_throughput > slo_goodput),
+            sum(slo_goodput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day = '2026-11-20')
+              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day = '2026-11-20')
+        FROM goodput_hourly WHERE model = '{MODEL_70B}'""", ref)
+    assert peak < 0.97, "in the peak hours goodput should fall clearly behind raw throughput"
+    assert night > 0.995, "at night nearly every token produced should be compliant"
+    assert peak_hours_behind == 3 * 6  # every peak hour of the three days
+    # On Friday, with three replicas, the same peak is served within SLO again.
+    assert friday_peak > 0.99
+    # The hours are in the published table too, with the GPUs of the scale-up: 16 until Thursday noon, then 24.
+    gpus = dict(_query(week, f"SELECT hour, gpus FROM goodput_hourly WHERE model = '{MODEL_70B}' "
+                             "AND day = '2026-11-19'", ref))
+    assert (gpus[11], gpus[12]) == (16.0, 24.0)
+    assert (week / "exports" / "infra" / "goodput_hourly" / "day=2026-11-18" / "data.parquet").is_file()
+
+
+def test_the_coding_agent_reads_about_300_input_tokens_per_output_token(week: Path) -> None:
+    days = _query(week, f"SELECT day, input_output_ratio, cache_hit_ratio, input_overstatement "
+                        f"FROM token_split_daily WHERE model = '{CODER}' ORDER BY day",
+                  TableRef("infra", "token_split_daily"))
+    assert len(days) == 7
+    for day, ratio, hit, overstatement in days:
+        assert 250 < ratio < 350, day
+        assert hit == pytest.approx(0.96, abs=0.01), day
+        # At a ~96% hit ratio a report of total input overstates input compute about 25 times.
+        assert overstatement == pytest.approx(1 / (1 - hit)) and 20 < overstatement < 30, day
+
+
+def _violations(table: Table) -> list[tuple[str, str]]:
+    """(rule, query counting violating rows) for every rule the contract states, column rules included."""
+    checks = []
+    for col in table.columns:
+        if col.required:
+            checks.append((f"{col.name} required", f"{col.name} IS NULL"))
+        for bound, op in ((col.minimum, "<"), (col.maximum, ">"), (col.exclusive_minimum, "<="),
+                          (col.exclusive_maximum, ">=")):
+            if bound is not None:
+                checks.append((f"{col.name} {op} {bound}", f"{col.name} {op} {sql_literal(bound)}"))
+    queries = [(name, f"SELECT COUNT(*) FROM {table.name} WHERE {cond}") for name, cond in checks]
+    queries += [(r.name, f"SELECT COUNT(*) FROM {table.name} WHERE coalesce({r.violation}, false)")
+                for r in table.row_rules]
+    queries += [(r.name, r.query) for r in table.set_rules]
+    return queries
+
+
+@pytest.mark.parametrize("ref", ACCOUNTING_TABLES, ids=lambda r: r.qualified)
+def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) -> None:
+    contract_id = f"{ref.schema}_{ref.name}"
+    table = load_contract(contract_id).table()
+    assert table.name == ref.name
+    described = _query(week, f"DESCRIBE SELECT * FROM {ref.name}", ref)
+    assert [(c[0], c[1]) for c in described] == [(c.name, c.physical_type) for c in table.columns]
+    assert [c.name for c in table.columns if c.primary_key] == {
+        "usage_hourly": ["day", "hour", "model", "deployment_id", "tenant_id", "isl_bucket"],
+        "token_split_daily": ["day", "model"], "token_split_hourly": ["day", "hour", "model"],
+        "slo_daily": ["day", "model", "isl_bucket"], "capacity_daily": ["day", "model", "deployment_id"],
+        "goodput_hourly": ["day", "hour", "model", "deployment_id"]}[ref.name]
+    broken = {name: n for name, q in _violations(table) if (n := _query(week, q, ref)[0][0])}
+    assert broken == {}, f"{contract_id}: rules broken by the generated week"
+    assert _query(week, f"SELECT count(DISTINCT day) FROM {ref.name}", ref) == [(7,)]
