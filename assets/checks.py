@@ -1,23 +1,77 @@
 """Blocking checks between computing a day and publishing it: a failing check stops that run's publishing.
 
-Each check reads the day files its asset just wrote (for a ranged run, every day of the range) and fails with a
-message naming the table, the day, the rule and examples of the offending rows.
+Every table in the catalog gets a `contract` check (blocking: the critical rules of its contract, as a GX suite
+plus whole-table rules, see tokenledger/expectations.py) and, when its contract has warning rules, a
+`contract_warnings` check that never blocks. Cross-table checks guard what no single contract can: every day and
+source reconciles, the quarantine stays small, every model in the logs is in the inventory.
+
+Each check reads the day files its asset wrote (for a ranged run, every day of the range) and fails with a
+message naming the table, the day file(s), the rule, how many rows break it and examples.
 """
 
 import dagster as dg
 import duckdb
 
-from assets.quality import ingest_reconciliation_daily
 from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.contracts import load_contract
+from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
+
+_RECONCILIATION = dg.AssetKey(["quality", "ingest_reconciliation_daily"])
 
 
 def _day_files(ledger: LedgerResource, schema: str, table: str, context: dg.AssetCheckExecutionContext) -> list[str]:
     return [str(lake.day_file(ledger.layout.lake, schema, table, day)) for day in days_of(context)]
 
 
-@dg.asset_check(asset=ingest_reconciliation_daily, blocking=True, partitions_def=daily_partitions,
+def _validation_metadata(validation: Validation, severity: str) -> dict:
+    return {
+        "rows": validation.rows,
+        "day_files": len(validation.files),
+        "rules_broken": len(validation.failed(severity)),
+        "rows_failing_by_rule": {f.rule: f.unexpected for f in validation.failed(severity)},
+    }
+
+
+def _contract_checks(ref: TableRef) -> list[dg.AssetChecksDefinition]:
+    """The contract checks of one table: blocking for critical rules, and non-blocking for warning rules."""
+    key = dg.AssetKey([ref.schema, ref.name])
+    table = load_contract(ref.contract_id).table(ref.contract_table)
+    contract_file = f"data_contracts/{ref.contract_id}.odcs.yaml"
+
+    def validate(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> Validation:
+        files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
+        with ledger.compute() as (con, _scratch):
+            return validate_days(con, ref.qualified, table, files)
+
+    @dg.asset_check(asset=key, name="contract", blocking=True, partitions_def=daily_partitions,
+                    description=f"Every critical rule of {contract_file} (GX suite and whole-table rules).")
+    def contract(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+        validation = validate(context, ledger)
+        return dg.AssetCheckResult(passed=not validation.failed(CRITICAL), description=validation.describe(CRITICAL),
+                                   metadata=_validation_metadata(validation, CRITICAL))
+
+    checks = [contract]
+    if any(r.severity == "warning" for r in table.row_rules + table.set_rules):
+
+        @dg.asset_check(asset=key, name="contract_warnings", blocking=False, partitions_def=daily_partitions,
+                        description=f"The warning rules of {contract_file}; reported, never blocking.")
+        def contract_warnings(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+            validation = validate(context, ledger)
+            return dg.AssetCheckResult(passed=not validation.failed(WARNING), severity=dg.AssetCheckSeverity.WARN,
+                                       description=validation.describe(WARNING),
+                                       metadata=_validation_metadata(validation, WARNING))
+
+        checks.append(contract_warnings)
+    return checks
+
+
+contract_checks = [check for ref in CORE_TABLES + PUBLISHED_TABLES for check in _contract_checks(ref)]
+
+
+@dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
                 description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged.")
 def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
                                    ) -> dg.AssetCheckResult:
@@ -31,4 +85,73 @@ def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledge
         description=("quality.ingest_reconciliation_daily does not balance: " + "; ".join(examples[:5])
                      if broken else f"{len(files)} day(s) balanced for every source"),
         metadata={"unbalanced_rows": len(broken)},
+    )
+
+
+def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutionContext) -> list[tuple]:
+    """Per day and source: rows read, rows quarantined and the commonest reasons (field: rule, without values)."""
+    return duckdb.connect().execute(
+        "WITH r AS (SELECT * FROM read_parquet($recon)), "
+        "q AS (SELECT day, source, regexp_replace(reason, ':.*', '') AS field, count(*) AS n "
+        "      FROM read_parquet($quarantine) GROUP BY ALL) "
+        "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
+        "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC) FROM q "
+        "        WHERE q.day = r.day AND q.source = r.source) "
+        "FROM r ORDER BY r.day, r.source",
+        {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
+         "quarantine": _day_files(ledger, "quality", "quarantine", context)}).fetchall()
+
+
+@dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
+                additional_deps=[dg.AssetKey(["quality", "quarantine"])],
+                description="No source quarantines more than max_quarantine_share of the rows it read "
+                            "(the ledger resource's setting, 0.1% by default): beyond it the figures are not trusted.")
+def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+                                ) -> dg.AssetCheckResult:
+    rows = _quarantine_by_source(ledger, context)
+    limit = ledger.max_quarantine_share
+    over = [(d, s, read, quarantined, reasons) for d, s, read, quarantined, reasons in rows
+            if read and quarantined / read > limit]
+    examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}"
+                for d, s, r, q, reasons in over]
+    return dg.AssetCheckResult(
+        passed=not over,
+        description=(f"too many rows quarantined (limit {limit:.2%}): " + "; ".join(examples[:5]) +
+                     ". See quality.quarantine for file, line and reason; fix the source and re-run the day."
+                     if over else f"every source within {limit:.2%} quarantined"),
+        metadata={"sources_over_limit": len(over), "max_quarantine_share": limit},
+    )
+
+
+@dg.asset_check(asset=_RECONCILIATION, blocking=False, partitions_def=daily_partitions,
+                additional_deps=[dg.AssetKey(["quality", "quarantine"])],
+                description="Warns when any row was quarantined, with the count per source and field.")
+def quarantine_empty(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    rows = _quarantine_by_source(ledger, context)
+    found = [(d, s, q, reasons) for d, s, _read, q, reasons in rows if q]
+    return dg.AssetCheckResult(
+        passed=not found, severity=dg.AssetCheckSeverity.WARN,
+        description=("; ".join(f"{d} {s}: {q:,} row(s) quarantined ({reasons})" for d, s, q, reasons in found)
+                     if found else "no row quarantined"),
+        metadata={"rows_quarantined": sum(q for *_, q, _ in found)},
+    )
+
+
+@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=True, partitions_def=daily_partitions,
+                additional_deps=[dg.AssetKey(["core", "deployments_daily"])],
+                description="Every (model, deployment_id) in the day's requests is in the inventory for that day.")
+def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    missing = duckdb.connect().execute(
+        "SELECT r.day, r.model, r.deployment_id, count(*) FROM read_parquet($requests) r "
+        "ANTI JOIN read_parquet($deployments) d ON d.day = r.day AND d.model = r.model "
+        "AND d.deployment_id = r.deployment_id GROUP BY ALL ORDER BY 1, 4 DESC",
+        {"requests": _day_files(ledger, "core", "gateway_requests", context),
+         "deployments": _day_files(ledger, "core", "deployments_daily", context)}).fetchall()
+    return dg.AssetCheckResult(
+        passed=not missing,
+        description=("requests of deployments not in config/deployments.yaml that day: " + "; ".join(
+            f"{d} model {m!r} deployment {dep!r}: {n:,} request(s)" for d, m, dep, n in missing[:5])
+            + ". Add them to the inventory and re-run the day." if missing
+            else "every model and deployment in the logs is in the inventory"),
+        metadata={"unknown_pairs": len(missing)},
     )

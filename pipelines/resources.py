@@ -41,6 +41,8 @@ class LedgerResource(dg.ConfigurableResource):
     reports_dir: str | None = None
     duckdb_memory_limit: str = "4GB"
     duckdb_threads: int | None = None
+    # Above this share of a source's rows quarantined in a day, the day is not published (quarantine_within_tolerance).
+    max_quarantine_share: float = 0.001
 
     @property
     def layout(self) -> HomeLayout:

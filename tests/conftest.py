@@ -169,7 +169,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def materialize(start: str, end: str | None = None, selection: list[str] | None = None):
+def lenient() -> dict[str, Any]:
+    """Run config for tests that quarantine many rows on purpose (quarantine_within_tolerance would block)."""
+    import os
+
+    return {"resources": {"ledger": {"config": {"home": os.environ["TOKENLEDGER_HOME"],
+                                                "max_quarantine_share": 1.0}}}}
+
+
+def materialize(start: str, end: str | None = None, selection: list[str] | None = None,
+                run_config: dict[str, Any] | None = None):
     """Run the daily job (or a selection of it) for one partition, or a range as one run, in process."""
     import dagster as dg
 
@@ -182,8 +191,9 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
     job = defs.resolve_job_def("daily_pipeline")
     keys = [dg.AssetKey.from_user_string(k) for k in selection] if selection else None
     if tags:
-        return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys)
-    return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys)
+        return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys, run_config=run_config)
+    return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys,
+                                  run_config=run_config)
 
 
 def failure_text(result) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import FOCUS_SAMPLE, failure_text, materialize, rows
+from tests.conftest import FOCUS_SAMPLE, failure_text, lenient, materialize, rows
 
 COLUMNS = ["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
            "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId", "Tags"]
@@ -54,7 +54,7 @@ ROWS = [
 
 def test_rows_are_prorated_to_the_day_and_bad_rows_quarantined(home: Path) -> None:
     _focus_csv(home / "raw" / "billing" / "2026-11.csv", ROWS)
-    result = materialize("2026-11-16", "2026-11-17")
+    result = materialize("2026-11-16", "2026-11-17", run_config=lenient())  # 2 of 7 rows quarantined on purpose
     assert result.success, failure_text(result)
 
     day16 = rows(home, "core", "billing_charges", "2026-11-16", order="source_line")
@@ -85,7 +85,7 @@ def test_an_export_delivered_twice_is_counted_once(home: Path) -> None:
     shutil.copy(home / "raw" / "billing" / "2026-11.csv", home / "raw" / "billing" / "2026-11.resent.csv")
     assert materialize("2026-11-16", selection=["core/billing_charges", "core/deployments_daily",
                                                 "core/gateway_requests", "quality/ingest_reconciliation_daily",
-                                                "quality/quarantine"]).success
+                                                "quality/quarantine"], run_config=lenient()).success
     day16 = rows(home, "core", "billing_charges", "2026-11-16")
     assert sum(r["effective_cost_day"] for r in day16) == Decimal("50")  # 55 - 10 + 3 + 1 + 1, once
     assert {Path(r["source_file"]).name for r in day16} == {"2026-11.csv"}  # the first read, by name
