@@ -1,0 +1,234 @@
+"""Capacity math of spec/metrics.md, section 6: Erlang C, Little's law, seed 000's rule, fluid backlog, headroom.
+
+Small pure functions over plain numbers, so that the planning tables can be checked by hand. Rates are per
+second and times in seconds unless a name says otherwise; `load` is the offered load a = arrival rate x mean
+service time, in Erlangs (the mean number of busy slots).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Float noise must not add a replica: 12.000000000000002 replicas is 12.
+_CEIL_DECIMALS = 9
+
+
+def _ceil(x: float) -> int:
+    return math.ceil(round(x, _CEIL_DECIMALS))
+
+
+def _check_slots_and_load(c: int, load: float) -> None:
+    if c < 1:
+        raise ValueError(f"slots c must be at least 1, got {c}")
+    if not load >= 0:
+        raise ValueError(f"offered load must be a number >= 0, got {load}")
+
+
+def erlang_b(c: int, load: float) -> float:
+    """Blocking probability of M/M/c/c (Erlang B), by the recursion B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)).
+
+    The recursion only multiplies and divides numbers in [0, 1] and k, so it neither overflows nor loses
+    precision for c in the thousands, where the textbook sum a^c/c! / sum_k a^k/k! overflows.
+    """
+    _check_slots_and_load(c, load)
+    b = 1.0
+    for k in range(1, c + 1):
+        b = load * b / (k + load * b)
+    return b
+
+
+def erlang_c(c: int, load: float) -> float:
+    """Probability that an arrival has to wait in M/M/c with offered load a = lambda * s (Erlang C).
+
+    C(c, a) = c B / (c - a (1 - B)) with B = ErlangB(c, a), the same as the textbook
+    (a^c/c! * c/(c-a)) / (sum_{k<c} a^k/k! + a^c/c! * c/(c-a)). 1.0 when a >= c: the queue never empties.
+    """
+    _check_slots_and_load(c, load)
+    if load >= c:
+        return 1.0
+    b = erlang_b(c, load)
+    return c * b / (c - load * (1.0 - b))
+
+
+def p_wait_longer_than(c: int, load: float, t: float, service_time: float) -> float:
+    """P(wait > t) in M/M/c: ErlangC(c, a) * exp(-(c - a) * t / s), with t and the mean service time s in seconds.
+
+    1.0 when a >= c (an unstable queue: every arrival eventually waits longer than any t).
+    """
+    _check_slots_and_load(c, load)
+    if service_time <= 0:
+        raise ValueError(f"mean service time must be > 0, got {service_time}")
+    if t < 0:
+        raise ValueError(f"wait limit must be >= 0, got {t}")
+    if load >= c:
+        return 1.0
+    return erlang_c(c, load) * math.exp(-(c - load) * t / service_time)
+
+
+def least_slots(arrival_rate: float, service_time: float, wait_limit_s: float, target_prob: float) -> int:
+    """The least number of slots c (> a, so the queue is stable) with P(wait > wait_limit_s) <= target_prob.
+
+    The capacity plan calls it with the planning peak's arrival rate, the mean E2E of successful requests, the
+    policy's queue_p99_ms (in seconds) and 1 - attainment_target. 0 when nothing arrives.
+    """
+    if arrival_rate < 0:
+        raise ValueError(f"arrival rate must be >= 0, got {arrival_rate}")
+    if service_time <= 0:
+        raise ValueError(f"mean service time must be > 0, got {service_time}")
+    if not 0 < target_prob <= 1:
+        raise ValueError(f"target probability must be in (0, 1], got {target_prob}")
+    if wait_limit_s < 0:
+        raise ValueError(f"wait limit must be >= 0, got {wait_limit_s}")
+    load = arrival_rate * service_time
+    if load == 0:
+        return 0
+    # Erlang B carried forward one slot at a time: one pass of the recursion for the whole search.
+    b = 1.0
+    c = 0
+    while True:
+        c += 1
+        b = load * b / (c + load * b)
+        if c <= load:
+            continue
+        p_wait = c * b / (c - load * (1.0 - b))
+        if p_wait * math.exp(-(c - load) * wait_limit_s / service_time) <= target_prob:
+            return c
+
+
+def littles_law_concurrency(arrival_rate: float, mean_latency_s: float) -> float:
+    """Mean requests in flight, L = lambda * W (arrival rate in req/s times mean E2E latency in s)."""
+    if arrival_rate < 0 or mean_latency_s < 0:
+        raise ValueError("arrival rate and mean latency must be >= 0")
+    return arrival_rate * mean_latency_s
+
+
+def seed_rule_replicas(peak_qps: float, p99_service_time_s: float, sla_wait_s: float,
+                       per_replica_concurrency: float, redundancy: float = 0.8) -> tuple[float, int]:
+    """Seed 000's rule: (required_concurrency, replicas).
+
+    required_concurrency = peak_qps * (p99_service_time + sla_wait);
+    replicas = ceil(required_concurrency / (per_replica_concurrency * redundancy)), where redundancy (0.8 in
+    the seed) is the share of a replica's measured concurrency that is planned for.
+    """
+    if per_replica_concurrency <= 0:
+        raise ValueError(f"per-replica concurrency must be > 0, got {per_replica_concurrency}")
+    if not 0 < redundancy <= 1:
+        raise ValueError(f"redundancy must be in (0, 1], got {redundancy}")
+    required = peak_qps * (p99_service_time_s + sla_wait_s)
+    return required, _ceil(required / (per_replica_concurrency * redundancy))
+
+
+def fluid_backlog(demand: Sequence[float], capacity: float | Sequence[float]) -> list[float]:
+    """Backlog at the end of each period: backlog_h = max(0, backlog_{h-1} + demand_h - capacity_h), from 0.
+
+    `capacity` is one figure for every period or one per period, in the same unit as `demand` (e.g. output
+    tokens per hour). Work not done in a period is carried over, never lost.
+    """
+    capacities = _per_period(capacity, len(demand))
+    backlog, out = 0.0, []
+    for d, cap in zip(demand, capacities, strict=True):
+        backlog = max(0.0, backlog + d - cap)
+        out.append(backlog)
+    return out
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Where demand outran capacity: periods (hours) whose demand exceeded capacity, and the carried backlog."""
+
+    hours_over_capacity: int
+    max_backlog: float
+    backlog: list[float]
+
+
+def capacity_shortfall(demand: Sequence[float], capacity: float | Sequence[float]) -> Shortfall:
+    """Hours whose demand exceeds capacity, the largest fluid backlog and the backlog per hour.
+
+    Seed 000: capacity 100/h, demand 40/h for 18 h and 160/h for 6 h is 1,680 of 2,400 (70%) a day, yet 6
+    hours are over capacity, and a backlog of 360 builds when the six peak hours are consecutive.
+    """
+    capacities = _per_period(capacity, len(demand))
+    backlog = fluid_backlog(demand, capacities)
+    over = sum(1 for d, cap in zip(demand, capacities, strict=True) if d > cap)
+    return Shortfall(over, max(backlog, default=0.0), backlog)
+
+
+def _per_period(capacity: float | Sequence[float], periods: int) -> list[float]:
+    if isinstance(capacity, int | float):
+        return [float(capacity)] * periods
+    if len(capacity) != periods:
+        raise ValueError(f"capacity has {len(capacity)} periods but demand has {periods}")
+    return [float(c) for c in capacity]
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The policy's headroom items (slo.yaml `headroom`): failure replicas and four percentages (0.10 = 10%)."""
+
+    n_minus_k: int = 0
+    scaling_lag_pct: float = 0.0
+    forecast_error_pct: float = 0.0
+    release_pct: float = 0.0
+    jitter_pct: float = 0.0
+
+    def percentages(self) -> dict[str, float]:
+        """The percentage items in the order they are applied (and itemized)."""
+        return {"scaling_lag": self.scaling_lag_pct, "forecast_error": self.forecast_error_pct,
+                "release": self.release_pct, "jitter": self.jitter_pct}
+
+
+@dataclass(frozen=True)
+class GpuNeed:
+    """GPUs needed and where they come from; `base_gpus + sum(pct_gpus) + failure_gpus == gpus_needed`.
+
+    `pct_gpus` gives the GPUs each percentage adds when applied in turn (scaling lag, forecast error, release,
+    jitter), each on top of the ones before: the product of (1 + pct) split into additive parts.
+    """
+
+    replicas: int
+    gpus_per_replica: int
+    base_gpus: float
+    pct_factor: float
+    pct_gpus: dict[str, float]
+    failure_replicas: int
+    failure_gpus: float
+    gpus_needed: float
+
+    @property
+    def headroom_gpus(self) -> float:
+        return self.gpus_needed - self.base_gpus
+
+    @property
+    def replicas_needed(self) -> int:
+        """Whole replicas that hold gpus_needed (GPUs come in replicas)."""
+        return _ceil(self.gpus_needed / self.gpus_per_replica)
+
+    def surplus(self, gpus_deployed: float) -> float:
+        """GPUs deployed minus GPUs needed: negative is a deficit."""
+        return gpus_deployed - self.gpus_needed
+
+
+def gpus_needed(replicas: int, gpus_per_replica: int, headroom: Headroom) -> GpuNeed:
+    """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (spec/metrics.md, section 6)."""
+    if replicas < 0 or gpus_per_replica < 1:
+        raise ValueError("replicas must be >= 0 and gpus_per_replica >= 1")
+    if headroom.n_minus_k < 0 or any(p < 0 for p in headroom.percentages().values()):
+        raise ValueError(f"headroom items must be >= 0: {headroom}")
+    base = float(replicas * gpus_per_replica)
+    running, parts = base, {}
+    for name, pct in headroom.percentages().items():
+        parts[name] = running * pct
+        running += parts[name]
+    failure = float(headroom.n_minus_k * gpus_per_replica)
+    return GpuNeed(
+        replicas=replicas,
+        gpus_per_replica=gpus_per_replica,
+        base_gpus=base,
+        pct_factor=math.prod(1 + p for p in headroom.percentages().values()),
+        pct_gpus=parts,
+        failure_replicas=headroom.n_minus_k,
+        failure_gpus=failure,
+        gpus_needed=running + failure,
+    )
