@@ -9,6 +9,7 @@ import dagster as dg
 import duckdb
 
 from assets.accounting import capacity_daily, goodput_hourly, slo_daily, token_split_daily, token_split_hourly
+from assets.cost import cost_per_mtok_daily, cost_reconciliation_daily, tenant_showback_daily
 from assets.daily import for_each_day
 from assets.quality import ingest_reconciliation_daily, quarantine
 from pipelines.partitions import daily_partitions, single_run
@@ -21,7 +22,8 @@ from tokenledger.ingest import DayWindow
 from tokenledger.warehouse import refresh_views
 
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
-                    capacity_daily, goodput_hourly]
+                    capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
+                    cost_reconciliation_daily]
 
 
 @dg.asset(key=["publish", "exports"], deps=PUBLISHED_ASSETS, partitions_def=daily_partitions,

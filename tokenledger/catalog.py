@@ -31,6 +31,8 @@ CORE_TABLES = (
     TableRef("core", "gateway_requests", contract="gateway_request"),
     TableRef("core", "billing_charges", contract="focus_billing"),
     TableRef("core", "usage_hourly"),
+    TableRef("core", "cost_lines"),
+    TableRef("core", "cost_allocation_daily"),
 )
 
 # Published tables: copied to exports/ only after the day's blocking checks pass; finance also as CSV.
@@ -42,4 +44,7 @@ PUBLISHED_TABLES = (
     TableRef("infra", "slo_daily"),
     TableRef("infra", "capacity_daily"),
     TableRef("infra", "goodput_hourly"),
+    TableRef("finance", "cost_per_mtok_daily", csv_export=True),
+    TableRef("finance", "tenant_showback_daily", csv_export=True),
+    TableRef("finance", "cost_reconciliation_daily", csv_export=True),
 )

@@ -1,0 +1,106 @@
+"""Cost: the bill allocated to deployments, cost per 1M tokens, tenant showback and reconciliation (metrics.md, 4).
+
+core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (spec/published.md)
+once the blocking check `cost_reconciliation_balanced` has passed for the day. The logic is in
+tokenledger/cost.py and the SQL file named after each table.
+"""
+
+import dagster as dg
+import duckdb
+
+from assets.accounting import usage_hourly
+from assets.daily import for_each_day
+from assets.ingest import billing_charges, deployments_daily
+from pipelines.partitions import daily_partitions, days_of, single_run
+from pipelines.resources import LedgerResource
+from tokenledger import lake
+from tokenledger.cost import (
+    build_cost_allocation,
+    build_cost_lines,
+    build_cost_per_mtok,
+    build_cost_reconciliation,
+    build_tenant_showback,
+    unbalanced_rows,
+)
+
+_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "cost",
+          "kinds": {"duckdb", "parquet"}}
+
+
+@dg.asset(key=["core", "cost_lines"], deps=[billing_charges, deployments_daily, usage_hourly], **_DAILY)
+def cost_lines(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every cost line of the day, placed on a deployment ('tagged', 'resource_id'), 'shared' or 'unallocated',
+    with its category, currency and the price_version in force.
+
+    Grain: day x cost line (a FOCUS row of core.billing_charges, or the rate-card row of an on-premises deployment
+    version). Source: core.billing_charges, core.deployments_daily, config/costs.yaml. Definition:
+    spec/metrics.md, 4; contract data_contracts/core_cost_lines.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_cost_lines(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["core", "cost_allocation_daily"], deps=[cost_lines, deployments_daily, usage_hourly], **_DAILY)
+def cost_allocation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The day's cost lines summed where they land: on a deployment, spread as shared by the policy's key, or
+    unallocated.
+
+    Grain: day x currency x source x placement x deployment_id x category. Source: core.cost_lines. Definition:
+    spec/metrics.md, 4; contract data_contracts/core_cost_allocation_daily.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_cost_allocation(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["finance", "cost_per_mtok_daily"], deps=[cost_allocation_daily, usage_hourly, deployments_daily],
+          **_DAILY)
+def cost_per_mtok_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Cost per deployment by category, and per 1M tokens: delivered, under SLO, over all tokens, per token class.
+
+    Grain: day x model x deployment_id x currency (deployments allocated cost). Source: core.cost_allocation_daily,
+    core.usage_hourly. Definition: spec/metrics.md, 4; spec/published.md, finance.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_cost_per_mtok(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["finance", "tenant_showback_daily"], deps=[cost_per_mtok_daily, usage_hourly], **_DAILY)
+def tenant_showback_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Each tenant's share of a model's daily cost by weighted tokens; a model's tenants add up to its cost.
+
+    Grain: day x tenant_id x model x currency. Source: core.usage_hourly, finance.cost_per_mtok_daily.
+    Definition: spec/metrics.md, 4; spec/published.md, finance.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_tenant_showback(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["finance", "cost_reconciliation_daily"], deps=[billing_charges, cost_lines, cost_allocation_daily],
+          **_DAILY)
+def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The bill against where its cost went: billed EffectiveCost = allocated + unallocated, per currency.
+
+    Grain: day x currency. Source: core.billing_charges, core.cost_lines, core.cost_allocation_daily.
+    Definition: spec/metrics.md, 4 (reconciliation); spec/published.md, finance.
+    """
+    return for_each_day(context, ledger,
+                        lambda con, window, _: build_cost_reconciliation(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset_check(asset=cost_reconciliation_daily, blocking=True, partitions_def=daily_partitions,
+                description="Every day and currency: billed EffectiveCost = allocated + unallocated, within 1e-6.")
+def cost_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+                                 ) -> dg.AssetCheckResult:
+    files = [str(lake.day_file(ledger.layout.lake, "finance", "cost_reconciliation_daily", day))
+             for day in days_of(context)]
+    with duckdb.connect() as con:
+        broken = unbalanced_rows(con, files)
+        checked = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": files}).fetchone()[0]
+    return dg.AssetCheckResult(
+        passed=not broken,
+        description=("finance.cost_reconciliation_daily does not balance: " + "; ".join(broken[:5])
+                     + (f"; and {len(broken) - 5} more" if len(broken) > 5 else "")
+                     if broken else f"{len(files)} day(s), {checked} currency row(s) balanced"),
+        metadata={"unbalanced_rows": len(broken)},
+    )

@@ -1,0 +1,98 @@
+-- finance.cost_per_mtok_daily: per deployment, currency and UTC day, the cost allocated to the deployment by
+-- category (core.cost_allocation_daily, 'unallocated' excluded) against the tokens it served (core.usage_hourly),
+-- as $/MTok delivered, under SLO and over all tokens, and per token class (spec/metrics.md, section 4).
+-- output_tokens here is output produced (successful requests); input figures are over reached requests. The unit
+-- costs per class are scaled so that input_cached * u_c + input_recomputed * u_r + output_tokens * u_o (per 1e6)
+-- equals cost_total, with u_c : u_r : u_o = the policy's weights. A quotient over 0 tokens is NULL.
+-- One row per deployment in force and currency it was allocated cost in; gpus is time-weighted (GPU-hours / 24).
+WITH deployments AS (
+    SELECT deployment_id, arg_max(model, in_force_to) AS model, arg_max(gpu_type, in_force_to) AS gpu_type,
+           sum(gpu_hours) / 24.0 AS gpus
+    FROM day_deployments
+    GROUP BY deployment_id
+),
+costs AS (
+    SELECT
+        deployment_id,
+        currency,
+        any_value(price_version) AS price_version,
+        coalesce(sum(cost) FILTER (WHERE category = 'gpu'), 0) AS cost_gpu,
+        coalesce(sum(cost) FILTER (WHERE category = 'cpu'), 0) AS cost_cpu,
+        coalesce(sum(cost) FILTER (WHERE category = 'network'), 0) AS cost_network,
+        coalesce(sum(cost) FILTER (WHERE category = 'storage'), 0) AS cost_storage,
+        coalesce(sum(cost) FILTER (WHERE category = 'platform'), 0) AS cost_platform,
+        sum(cost) AS cost_total
+    FROM day_cost_allocation
+    WHERE placement <> 'unallocated'
+    GROUP BY deployment_id, currency
+),
+usage AS (
+    SELECT
+        deployment_id,
+        sum(output_produced) AS output_tokens,
+        sum(compliant_output_tokens) AS compliant_output_tokens,
+        sum(input_total) AS input_total,
+        sum(input_cached) AS input_cached,
+        sum(input_recomputed) AS input_recomputed
+    FROM day_usage
+    GROUP BY deployment_id
+),
+figures AS (
+    SELECT
+        d.model,
+        c.deployment_id,
+        d.gpu_type,
+        d.gpus,
+        c.currency,
+        c.cost_gpu,
+        c.cost_cpu,
+        c.cost_network,
+        c.cost_storage,
+        c.cost_platform,
+        c.cost_total,
+        coalesce(u.output_tokens, 0)::BIGINT AS output_tokens,
+        coalesce(u.compliant_output_tokens, 0)::BIGINT AS compliant_output_tokens,
+        coalesce(u.input_total, 0)::BIGINT AS input_total,
+        coalesce(u.input_cached, 0)::BIGINT AS input_cached,
+        coalesce(u.input_recomputed, 0)::BIGINT AS input_recomputed,
+        c.price_version,
+        p.weight_cached,
+        p.weight_recomputed,
+        p.weight_output,
+        input_cached * p.weight_cached + input_recomputed * p.weight_recomputed + output_tokens * p.weight_output
+            AS weighted_tokens
+    FROM costs AS c
+    JOIN deployments AS d USING (deployment_id)
+    LEFT JOIN usage AS u USING (deployment_id)
+    JOIN day_cost_policy AS p ON p.price_version = c.price_version
+)
+SELECT
+    $day::DATE AS day,
+    model,
+    deployment_id,
+    gpu_type,
+    gpus,
+    currency,
+    CAST(cost_gpu AS DECIMAL(38, 12)) AS cost_gpu,
+    CAST(cost_cpu AS DECIMAL(38, 12)) AS cost_cpu,
+    CAST(cost_network AS DECIMAL(38, 12)) AS cost_network,
+    CAST(cost_storage AS DECIMAL(38, 12)) AS cost_storage,
+    CAST(cost_platform AS DECIMAL(38, 12)) AS cost_platform,
+    CAST(cost_total AS DECIMAL(38, 12)) AS cost_total,
+    output_tokens,
+    compliant_output_tokens,
+    input_total,
+    input_cached,
+    input_recomputed,
+    cost_total::DOUBLE / nullif(output_tokens, 0) * 1e6 AS cost_per_mtok_output,
+    cost_total::DOUBLE / nullif(compliant_output_tokens, 0) * 1e6 AS cost_per_mtok_goodput,
+    cost_total::DOUBLE / nullif(input_total + output_tokens, 0) * 1e6 AS cost_per_mtok_total,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_cached * 1e6 AS unit_cost_cached_per_mtok,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_recomputed * 1e6 AS unit_cost_recomputed_per_mtok,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_output * 1e6 AS unit_cost_output_per_mtok,
+    price_version,
+    weight_cached,
+    weight_recomputed,
+    weight_output
+FROM figures
+ORDER BY model, deployment_id, currency
