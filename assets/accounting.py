@@ -80,17 +80,6 @@ def token_split_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource
     return for_each_day(context, ledger, _from_usage(ledger, "token_split_hourly", with_slo_version=False))
 
 
-@dg.asset(key=["infra", "capacity_daily"], deps=[usage_hourly, deployments_daily], **_DAILY)
-def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """Raw throughput and SLO goodput over the day, per time-weighted GPU and per watt.
-
-    Grain: day x model x deployment_id (every deployment in force). Source: core.usage_hourly and
-    core.deployments_daily. Definition: spec/metrics.md, 2 (capacity columns: section 5, a later stage).
-    """
-    return for_each_day(context, ledger, _from_usage(ledger, "capacity_daily", with_slo_version=True),
-                        needs_config=True)
-
-
 @dg.asset(key=["infra", "goodput_hourly"], deps=[usage_hourly, deployments_daily], **_DAILY)
 def goodput_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Raw throughput against SLO goodput hour by hour: where capacity runs out, the two part.

@@ -17,7 +17,10 @@ from tests.conftest import failure_text, gateway_dir, materialize, request, rows
 DAY = "2026-11-16"
 D = date(2026, 11, 16)
 ACCOUNTING = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "infra/slo_daily",
-              "infra/token_split_daily", "infra/token_split_hourly", "infra/capacity_daily", "infra/goodput_hourly"]
+              "infra/token_split_daily", "infra/token_split_hourly", "infra/capacity_daily", "infra/goodput_hourly",
+              # what infra/capacity_daily's capacity columns read (assets/capacity.py)
+              "core/billing_charges", "core/cost_lines", "core/cost_allocation_daily", "finance/cost_per_mtok_daily",
+              "core/loadtest_steps", "core/capacity_windows"]
 
 BUCKETS = (("0-4k", 0, 4096, 1000), ("4k-32k", 4096, 32768, 2500), ("32k-128k", 32768, 131072, 6000),
            ("128k+", 131072, None, 15000))
@@ -429,7 +432,11 @@ def test_goodput_with_a_mid_day_scale_up(home: Path) -> None:
     result = materialize("2026-11-16", "2026-11-17", selection=ACCOUNTING)
     assert result.success, failure_text(result)
 
-    cap = {r["deployment_id"]: r for r in rows(home, "infra", "capacity_daily", DAY)}
+    # The throughput columns (the capacity columns that follow them are tests/test_capacity.py's).
+    throughput = ["day", "model", "deployment_id", "gpu_type", "gpus", "tp", "pp", "quantization", "gpu_power_w",
+                  "wall_time_s", "output_tokens", "compliant_output_tokens", "raw_throughput", "slo_goodput",
+                  "goodput_per_gpu", "goodput_per_watt", "slo_version"]
+    cap = {r["deployment_id"]: {k: r[k] for k in throughput} for r in rows(home, "infra", "capacity_daily", DAY)}
     assert set(cap) == {"m70-h100", "m8-onprem", "moe-a", "moe-b"}
     # Produced: g1 + g2 + g3 = 600 (g4 failed); compliant: g1 + g2 = 400 (g3's TTFT 1500 > 1000).
     # GPUs: (16 x 12 h + 24 x 12 h) / 24 h = 20; power 20 x 700 W = 14,000 W.

@@ -33,6 +33,8 @@ CORE_TABLES = (
     TableRef("core", "usage_hourly"),
     TableRef("core", "cost_lines"),
     TableRef("core", "cost_allocation_daily"),
+    TableRef("core", "loadtest_steps"),
+    TableRef("core", "capacity_windows"),
 )
 
 # Published tables: copied to exports/ only after the day's blocking checks pass; finance also as CSV.
@@ -44,6 +46,8 @@ PUBLISHED_TABLES = (
     TableRef("infra", "slo_daily"),
     TableRef("infra", "capacity_daily"),
     TableRef("infra", "goodput_hourly"),
+    TableRef("infra", "load_hourly"),
+    TableRef("infra", "capacity_plan_daily"),
     TableRef("finance", "cost_per_mtok_daily", csv_export=True),
     TableRef("finance", "tenant_showback_daily", csv_export=True),
     TableRef("finance", "cost_reconciliation_daily", csv_export=True),

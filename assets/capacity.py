@@ -1,0 +1,117 @@
+"""Capacity: load tests, demonstrated capacity, daily capacity, load against it, the plan and the review
+(spec/metrics.md, sections 5 and 6).
+
+core.loadtest_steps and core.capacity_windows are internal and say where a capacity figure came from;
+infra.capacity_daily, infra.load_hourly and infra.capacity_plan_daily are published (spec/published.md); the
+capacity review is written after the day is published. The logic is in tokenledger/capacity.py (the rules and
+the queueing math of tokenledger/queueing.py), tokenledger/report.py (the review) and the SQL file named after
+each table.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from assets.accounting import usage_hourly
+from assets.cost import cost_per_mtok_daily
+from assets.daily import for_each_day
+from assets.ingest import deployments_daily, gateway_requests
+from pipelines.partitions import daily_partitions, single_run
+from pipelines.resources import LedgerResource
+from tokenledger.capacity import (
+    build_capacity_daily,
+    build_capacity_plan,
+    build_capacity_review,
+    build_capacity_windows,
+    build_load_hourly,
+    build_loadtest_steps,
+)
+from tokenledger.ingest import DayWindow
+
+_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "capacity"}
+_TABLE = {**_DAILY, "kinds": {"duckdb", "parquet"}}
+
+
+@dg.asset(key=["core", "loadtest_steps"], deps=[deployments_daily], **_TABLE)
+def loadtest_steps(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every arrival-rate step of the load-test runs that started on the day, judged against every commitment,
+    with the run's lambda_slo_max, goodput per GPU at it and whether it is verified on every row.
+
+    Grain: run_id x step_index, for the runs whose start falls on the UTC day. Source: raw/loadtest/<run_id>/ (every
+    run folder is read; tokenledger/loadtest.py). Definition: spec/metrics.md, 5; contract
+    data_contracts/core_loadtest_steps.odcs.yaml.
+    """
+    measured: dict[str, Any] = {}
+
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
+        return build_loadtest_steps(con, ledger.layout, window, scratch, measured)
+
+    return for_each_day(context, ledger, day_fn, needs_config=True)
+
+
+@dg.asset(key=["core", "capacity_windows"], deps=[gateway_requests, deployments_daily], **_TABLE)
+def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every stable_window_min window of the day (one every step_min minutes) per deployment, judged against every
+    commitment, with its goodput per GPU: the audit trail of the demonstrated capacity.
+
+    Grain: day x model x deployment_id x window_index (every deployment in force). Source: core.gateway_requests
+    judged against config/slo.yaml, core.deployments_daily. Definition: spec/metrics.md, 5; contract
+    data_contracts/core_capacity_windows.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_windows(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["infra", "capacity_daily"],
+          deps=[usage_hourly, deployments_daily, gateway_requests, capacity_windows, loadtest_steps,
+                cost_per_mtok_daily], **_TABLE)
+def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Throughput and SLO goodput per GPU and per watt, and the day's capacity: goodput per GPU from a verified
+    load test or the demonstrated lower bound (with source, verification and a note), daily capacity,
+    utilization, daily value, daily cost at capacity, supported agent steps and task attainment.
+
+    Grain: day x model x deployment_id (every deployment in force). Source: core.usage_hourly,
+    core.deployments_daily, core.capacity_windows, core.loadtest_steps (every day up to this one),
+    finance.cost_per_mtok_daily, config/costs.yaml list prices. Definition: spec/metrics.md, 2 and 5.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_daily(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["infra", "load_hourly"], deps=[usage_hourly, gateway_requests, deployments_daily, capacity_daily],
+          **_TABLE)
+def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The load curve against capacity: requests, arrival rate, busiest minute, output demand and recomputed input
+    rates per hour, the capacity token rate, hours over capacity and the fluid backlog carried from midnight.
+
+    Grain: day x hour (0-23) x model (every model in force, all 24 hours). Source: core.usage_hourly,
+    core.gateway_requests, infra.capacity_daily. Definition: spec/metrics.md, 6.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window))
+
+
+@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, load_hourly], **_TABLE)
+def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The capacity plan: planning peak, Little's law, the least Erlang C slots for the wait target, replicas by
+    Erlang C and by seed 000's rule, the policy's headroom itemized, and GPUs needed against GPUs deployed.
+
+    Grain: day x model x deployment_id (every deployment in force). Source: core.gateway_requests,
+    core.deployments_daily, infra.load_hourly, config/slo.yaml. Definition: spec/metrics.md, 6.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["reports", "capacity_review"], deps=[dg.AssetKey(["publish", "exports"])],
+          kinds={"html", "markdown"}, **_DAILY)
+def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The day's capacity review (seed 002's template), one section per model and configuration, with charts:
+    $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
+
+    Grain: one report per UTC day. Source: the day's published infra and finance tables and the $/MTok under SLO
+    of every published day up to it. Definition: spec/published.md, Reports.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_review(con, ledger.layout, window),
+                        needs_config=True)

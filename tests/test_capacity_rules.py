@@ -1,0 +1,146 @@
+"""The rules of tokenledger/capacity.py as pure functions: which capacity figure speaks for a deployment and the
+note that says why, the backlog carried over the day's hours, and a plan's edge cases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tokenledger.capacity import backlog_rows, choose_capacity, no_window_reason, plan_figures
+from tokenledger.queueing import capacity_shortfall
+
+T = datetime(2026, 11, 17, 10, 5, tzinfo=UTC)
+
+
+def window_row(**changes: Any) -> dict[str, Any]:
+    """A deployment's row of sql/capacity_demonstrated.sql: by default one window of 283 held."""
+    row = {"deployment_id": "d", "stable_window_min": 30, "min_requests_per_bucket": 50, "windows": 283,
+           "windows_judged": 40, "windows_met": 1, "windows_met_other_configuration": 0, "windows_qualified": 1,
+           "max_window_effective_requests": 900, "best_window_start": T,
+           "best_window_end": T.replace(minute=35), "demonstrated_goodput_per_gpu": 2.5, "missed": []}
+    row.update(changes)
+    return row
+
+
+def run_row(**changes: Any) -> dict[str, Any]:
+    """A deployment's row of sql/capacity_loadtest_choice.sql: by default no run."""
+    row = {"deployment_id": "d", "loadtest_run_id": None, "lambda_slo_max": None, "goodput_per_gpu_at_max": None,
+           "loadtest_verified": False, "first_failing_step_rate": None, "loadtest_stable_window_min": 30,
+           "lambda_step_minutes": None, "lambda_step_windows_met": None, "lambda_step_windows": None,
+           "runs_other_configuration": 0}
+    row.update(changes)
+    return row
+
+
+VERIFIED = {"loadtest_run_id": "lt-2026-11-10", "lambda_slo_max": 10.4, "goodput_per_gpu_at_max": 3.25,
+            "loadtest_verified": True, "lambda_step_minutes": 30, "lambda_step_windows_met": 1,
+            "lambda_step_windows": 1}
+SHORT = {**VERIFIED, "loadtest_verified": False, "lambda_step_minutes": 5, "lambda_step_windows": 0,
+         "lambda_step_windows_met": 0}
+NO_WINDOW = {"demonstrated_goodput_per_gpu": None, "windows_met": 0, "windows_qualified": 0,
+             "best_window_start": None, "best_window_end": None,
+             "missed": [{"commitment": "bucket 4k-32k attainment", "kind": "min", "target": 0.99,
+                         "windows_missed": 40, "best": 0.97},
+                        {"commitment": "P99 queue", "kind": "max", "target": 300.0, "windows_missed": 12,
+                         "best": 180.4}]}
+
+
+def test_a_verified_load_test_is_the_capacity() -> None:
+    choice = choose_capacity(window_row(), run_row(**VERIFIED))
+    assert choice == {"deployment_id": "d", "demonstrated_goodput_per_gpu": 2.5, "capacity_goodput_per_gpu": 3.25,
+                      "capacity_source": "loadtest", "capacity_verified": True, "lambda_slo_max": 10.4,
+                      "loadtest_run_id": "lt-2026-11-10",
+                      "capacity_note": "load test lt-2026-11-10 verified at 10.4 req/s (3.25 tok/s per GPU, held 30 "
+                                       "min without degradation); production lower bound 2.5 tok/s per GPU"}
+
+
+def test_an_unverified_load_test_gives_way_to_the_demonstrated_lower_bound() -> None:
+    choice = choose_capacity(window_row(), run_row(**SHORT))
+    assert (choice["capacity_source"], choice["capacity_verified"], choice["capacity_goodput_per_gpu"]) == (
+        "demonstrated", False, 2.5)
+    assert (choice["lambda_slo_max"], choice["loadtest_run_id"]) == (None, None)
+    assert choice["capacity_note"] == (
+        "lower bound: best 30-min window 10:05–10:35 UTC where every commitment held (1 of 283 windows held); "
+        "load test lt-2026-11-10 held 10.4 req/s but is not verified: its step was measured for 5 min, under the "
+        "30 stable minutes needed")
+
+
+def test_without_a_window_an_unverified_load_test_is_a_flagged_reference_figure() -> None:
+    degraded = {**VERIFIED, "loadtest_verified": False, "lambda_step_minutes": 40, "lambda_step_windows": 3,
+                "lambda_step_windows_met": 2}
+    choice = choose_capacity(window_row(**NO_WINDOW), run_row(**degraded))
+    assert (choice["capacity_source"], choice["capacity_verified"], choice["capacity_goodput_per_gpu"]) == (
+        "loadtest", False, 3.25)
+    assert choice["capacity_note"] == (
+        "reference figure, not verified: load test lt-2026-11-10 held 10.4 req/s but is not verified: only 2 of its "
+        "3 30-min windows held every commitment; no 30-min window held every commitment (40 judged): bucket 4k-32k "
+        "attainment 0.97 at best (target 0.99, missed in 40); P99 queue 180 ms at best (limit 300 ms, missed in 12)")
+
+
+def test_no_figure_says_why() -> None:
+    failed_run = run_row(loadtest_run_id="lt-x", first_failing_step_rate=2.0)
+    choice = choose_capacity(window_row(**NO_WINDOW), failed_run)
+    assert (choice["capacity_source"], choice["capacity_goodput_per_gpu"], choice["capacity_verified"]) == (
+        None, None, False)
+    assert choice["capacity_note"].endswith("; load test lt-x: its lowest step (2 req/s) did not hold every "
+                                            "commitment")
+    other = choose_capacity(window_row(**NO_WINDOW), run_row(runs_other_configuration=2))
+    assert other["capacity_note"].endswith("; no load test of this configuration (2 run(s) measured another "
+                                           "configuration)")
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"windows_judged": 0, "max_window_effective_requests": 0},
+     "no demonstrated capacity: no effective request in any 30-min window of the day"),
+    ({"windows_judged": 0, "max_window_effective_requests": 31},
+     "no demonstrated capacity: no 30-min window had 50 effective requests in an ISL bucket to judge (at most 31 "
+     "in a window)"),
+    ({"windows_met": 3, "windows_met_other_configuration": 3},
+     "no demonstrated capacity: the 3 30-min window(s) that held every commitment ran another configuration than "
+     "the one in force at the end of the day"),
+])
+def test_no_window_reasons(changes: dict[str, Any], reason: str) -> None:
+    assert no_window_reason(window_row(**{**NO_WINDOW, **changes})) == reason
+
+
+def test_backlog_of_seed_000_with_the_peak_hours_together() -> None:
+    # Capacity 100/h; 160/h from 10:00 to 15:59, 40/h otherwise: 1,680 of 2,400, and 6 hours over.
+    demand = [40] * 10 + [160] * 6 + [40] * 8
+    assert sum(demand) == 1680 == 0.7 * 2400
+    got = backlog_rows("m", demand, 100.0)
+    assert [r["hour"] for r in got] == list(range(24))
+    assert [r["hour"] for r in got if r["over_capacity"]] == list(range(10, 16))
+    assert [r["backlog_tokens"] for r in got] == [0] * 10 + [60, 120, 180, 240, 300, 360, 300, 240, 180, 120, 60] + [
+        0] * 3
+    assert capacity_shortfall(demand, 100.0).max_backlog == 360
+    # An hour exactly at capacity is not over it; without a capacity there is no verdict.
+    assert backlog_rows("m", [100], 100.0)[0]["over_capacity"] is False
+    assert backlog_rows("m", [5, 7], None) == [
+        {"model": "m", "hour": 0, "over_capacity": None, "backlog_tokens": None},
+        {"model": "m", "hour": 1, "over_capacity": None, "backlog_tokens": None}]
+
+
+PLAN = {"deployment_id": "d", "peak_arrival_rate": 0.2, "mean_service_time_s": 1.5, "p99_service_time_s": 2.0,
+        "queue_p99_ms": 300.0, "attainment_target": 0.99, "slots_per_replica": 48, "gpus_per_replica": 8,
+        "headroom_n_minus_k": 1, "headroom_scaling_lag_pct": 0.1, "headroom_forecast_error_pct": 0.1,
+        "headroom_release_pct": 0.05, "headroom_jitter_pct": 0.05, "peak_requests": 60, "peak_basis": "busiest_5min",
+        "peak_window_start": T, "peak_window_end": T.replace(minute=10)}
+
+
+def test_a_plan_with_arrivals_but_no_successful_request_cannot_be_made() -> None:
+    plan = plan_figures({**PLAN, "mean_service_time_s": None, "p99_service_time_s": None})
+    assert (plan["erlang_c_slots"], plan["replicas_needed_erlang"], plan["gpus_needed"]) == (None, None, None)
+    assert (plan["littles_law_concurrency"], plan["replicas_needed_seed_rule"]) == (None, None)
+    assert plan["plan_note"].startswith("no successful request to measure the service time")
+
+
+def test_a_plan_grows_with_the_peak() -> None:
+    # 40 req/s at 1.5 s: 60 Erlangs. Erlang C needs a few slots above the load; two replicas of 48 slots.
+    plan = plan_figures({**PLAN, "peak_arrival_rate": 40.0})
+    assert 60 < plan["erlang_c_slots"] <= 96 and plan["replicas_needed_erlang"] == 2
+    assert plan["p_wait_over_limit"] <= 0.01
+    # Seed 000: 40 x (2 + 0.3) / (48 x 0.8) = 2.396: 3 replicas.
+    assert plan["replicas_needed_seed_rule"] == 3
+    assert plan["gpus_needed"] == pytest.approx(16 * 1.334025 + 8)

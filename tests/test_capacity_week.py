@@ -1,0 +1,98 @@
+"""A generated week end to end through `tokenledger run`: every day publishes the capacity tables and writes its
+capacity review, the tables match their contracts, and a load test counts from the day it ran."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tokenledger import lake
+from tokenledger.capacity import report_paths
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
+from tokenledger.cli import main
+from tokenledger.contracts import load_contract, sql_literal
+from tokenledger.generate import generate_landing_zone, generate_loadtest_run
+from tokenledger.paths import HomeLayout
+
+START = date(2026, 11, 16)  # Monday; the 70B deployment scales from 2 to 3 replicas Thursday noon
+DAYS = [START + timedelta(days=i) for i in range(7)]
+MODEL_QWEN, DEP_QWEN, DEP_70B = "qwen3-coder-480b-a35b", "qwen3coder-h200-tp8", "llama70b-h100-tp8"
+CAPACITY_TABLES = [ref for ref in PUBLISHED_TABLES + CORE_TABLES
+                   if ref.name in ("capacity_daily", "load_hourly", "capacity_plan_daily", "capacity_windows",
+                                   "loadtest_steps")]
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("capacity_week") / "home"
+    generate_landing_zone(home, START, 7, 3_000, seed=7, bad_rows_per_day=0)
+    slo = home / "config" / "slo.yaml"
+    slo.write_text(slo.read_text().replace("    models:\n",
+                                           f"    models:\n      {MODEL_QWEN}:\n        stable_window_min: 10\n"))
+    # A verified load test of the coding model on Tuesday night.
+    generate_loadtest_run(home, "lt-qwen", MODEL_QWEN, DEP_QWEN, datetime(2026, 11, 17, 22, tzinfo=UTC), None, 12, 7)
+    with pytest.MonkeyPatch.context() as mp:
+        assert main(["run", "--home", str(home), "--start", DAYS[0].isoformat(), "--end", DAYS[-1].isoformat()]) == 0
+        mp.setenv("TOKENLEDGER_HOME", str(home))
+        yield home
+
+
+def _published(home: Path, table: str) -> list[dict]:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    cursor = con.execute("SELECT * FROM read_parquet($f) ORDER BY ALL",
+                         {"f": str(home / "exports" / "infra" / table / "day=*" / lake.DATA_FILE)})
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def test_every_day_is_published_with_its_review(week: Path) -> None:
+    layout = HomeLayout.of(week)
+    for day in DAYS:
+        for table in ("capacity_daily", "load_hourly", "capacity_plan_daily"):
+            assert lake.day_file(layout.exports, "infra", table, day).is_file(), (table, day)
+        html_path, md_path = report_paths(layout, day)
+        assert html_path.is_file() and md_path.is_file(), day
+        assert f"Capacity review {day.isoformat()}" in html_path.read_text()
+    # Three models, 24 hours each, every day; one plan row per deployment and day.
+    assert len(_published(week, "load_hourly")) == 7 * 3 * 24
+    assert len(_published(week, "capacity_plan_daily")) == 7 * 3
+    # The last review's cost chart has every published day of every deployment.
+    last = report_paths(layout, DAYS[-1])[0].read_text()
+    chart = last[last.index('<svg class="chart chart-cost"'):]
+    assert chart[:chart.index("</svg>")].count("<circle") == 7 * 3
+
+
+@pytest.mark.parametrize("ref", CAPACITY_TABLES, ids=lambda r: r.qualified)
+def test_the_capacity_tables_match_their_contracts(week: Path, ref) -> None:
+    table = load_contract(ref.contract_id).table()
+    con = duckdb.connect()
+    files = str(week / "lake" / ref.schema / ref.name / "day=*" / lake.DATA_FILE)
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet($f)", {"f": files}).fetchall()
+    spelled = [con.execute(f"DESCRIBE SELECT NULL::{c.physical_type} AS x").fetchone()[1] for c in table.columns]
+    assert [(c[0], c[1]) for c in described] == list(zip(table.column_names, spelled, strict=True))
+    con.execute(f"CREATE VIEW {table.name} AS SELECT * FROM read_parquet({sql_literal(files)})")
+    for rule in table.row_rules:
+        assert con.execute(f"SELECT count(*) FROM {table.name} WHERE coalesce({rule.violation}, false)"
+                           ).fetchone() == (0,), rule.name
+
+
+def test_a_load_test_counts_from_the_day_it_ran(week: Path) -> None:
+    qwen = {r["day"]: r for r in _published(week, "capacity_daily") if r["deployment_id"] == DEP_QWEN}
+    assert qwen[DAYS[0]]["loadtest_run_id"] is None
+    for day in DAYS[1:]:
+        assert (qwen[day]["capacity_source"], qwen[day]["capacity_verified"], qwen[day]["loadtest_run_id"]) == (
+            "loadtest", True, "lt-qwen"), day
+    assert len({qwen[day]["capacity_goodput_per_gpu"] for day in DAYS[1:]}) == 1
+
+
+def test_the_plan_follows_the_scale_up(week: Path) -> None:
+    plans = {r["day"]: r for r in _published(week, "capacity_plan_daily") if r["deployment_id"] == DEP_70B}
+    # GPUs deployed at the end of each day: 2 replicas of 8 until Thursday noon, then 3.
+    assert [plans[d]["gpus_deployed"] for d in DAYS] == [16.0, 16.0, 16.0, 24.0, 24.0, 24.0, 24.0]
+    for plan in plans.values():
+        assert plan["gpu_surplus"] == pytest.approx(plan["gpus_deployed"] - plan["gpus_needed"])

@@ -1,0 +1,135 @@
+"""The capacity review report: self-contained HTML with its charts, and Markdown with the same tables, for generated
+days run through the pipeline; and escaping on a hand-made review."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import failure_text, materialize
+from tokenledger import lake
+from tokenledger.capacity import report_paths, review_of_day
+from tokenledger.config import load_config
+from tokenledger.duck import compute_connection
+from tokenledger.generate import generate_landing_zone
+from tokenledger.ingest import DayWindow
+from tokenledger.paths import HomeLayout
+from tokenledger.report import Review, _md_cell, fmt, render_html, render_markdown, tables
+
+START, END = date(2026, 11, 16), date(2026, 11, 17)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("report") / "home"
+    generate_landing_zone(root, START, 2, 2_000, seed=7, bad_rows_per_day=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENLEDGER_HOME", str(root))
+        result = materialize(START.isoformat(), END.isoformat())
+        assert result.success, failure_text(result)
+        yield root
+
+
+def published(home: Path, schema: str, table: str, day: date = END) -> list[dict]:
+    cursor = duckdb.connect().execute("SELECT * FROM read_parquet($f)",
+                                      {"f": str(lake.day_file(home / "exports", schema, table, day))})
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def test_the_html_is_self_contained_with_every_chart(home: Path) -> None:
+    html_path, md_path = report_paths(HomeLayout.of(home), END)
+    assert html_path.name == "capacity-review-2026-11-17.html" and html_path.is_file() and md_path.is_file()
+    assert report_paths(HomeLayout.of(home), START)[0].is_file()
+    text = html_path.read_text()
+    assert not re.search(r"https?://", text) and "<script" not in text.lower()
+    assert not re.search(r"""(src|href)\s*=""", text) and "@import" not in text and "url(" not in text
+
+    models = sorted({r["model"] for r in published(home, "infra", "capacity_daily")})
+    assert len(models) == 3
+    kinds = re.findall(r'<svg class="chart chart-(\w+)"', text)
+    # One cost chart for the fleet (money compares across models), a load curve and an attainment chart per model.
+    assert sorted(kinds) == sorted(["cost"] + ["load", "attainment"] * len(models))
+    for model in models:
+        section = text[text.index(f'<section id="model-{model.replace(".", "-")}">'):]
+        assert re.match(r'<section id="[^"]+"><h2>Model ' + re.escape(model) + "</h2>", section)
+        assert '<svg class="chart chart-load"' in section and '<svg class="chart chart-attainment"' in section
+    # The cost chart has a point per deployment and published day up to this one.
+    cost_chart = text[text.index('<svg class="chart chart-cost"'):]
+    cost_chart = cost_chart[:cost_chart.index("</svg>")]
+    assert cost_chart.count("<circle") == 2 * len(published(home, "finance", "cost_per_mtok_daily"))
+
+
+def test_each_configuration_shows_its_figures_as_published(home: Path) -> None:
+    text = Path(report_paths(HomeLayout.of(home), END)[0]).read_text()
+    plans = {p["deployment_id"]: p for p in published(home, "infra", "capacity_plan_daily")}
+    for cap in published(home, "infra", "capacity_daily"):
+        section = text[text.index(f'<section id="deployment-{cap["deployment_id"]}">'):]
+        section = section[:section.index("</section>")]
+        currency = cap["currency"]
+        plan = plans[cap["deployment_id"]]
+        for figure in (fmt(cap["capacity_goodput_per_gpu"], "rate"), fmt(cap["daily_capacity_tokens"], "tokens"),
+                       fmt(cap["utilization"], "pct"), fmt(cap["cost_per_mtok_goodput"], "money_mtok", currency),
+                       fmt(cap["daily_value"], "money", currency), fmt(plan["gpus_needed"], "gpus"),
+                       fmt(plan["gpus_deployed"], "gpus"), fmt(plan["erlang_c_slots"], "int"),
+                       fmt(plan["headroom_scaling_lag_gpus"], "gpus"), html.escape(cap["capacity_note"])):
+            assert figure in section, (cap["deployment_id"], figure)
+        # Seed 002's template, item by item.
+        items = re.findall(r"<tr><td>(\w+)</td><td>", section)
+        assert items[:8] == ["SLO", "Workload", "Baseline", "Peak", "Failure", "Lag", "Headroom", "Validation"]
+        validation = ("demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
+                      else f"load test {cap['loadtest_run_id']}" if cap["capacity_source"] == "loadtest"
+                      else "no capacity figure")
+        assert f"<tr><td>Validation</td><td>{html.escape(validation)}: " in section
+    # Attainment per bucket against the commitment, as infra.slo_daily published it.
+    for row in published(home, "infra", "slo_daily"):
+        assert f"<td>{row['isl_bucket']}</td>" in text and fmt(row["attainment"], "ratio") in text
+
+
+def test_the_markdown_has_the_same_tables(home: Path) -> None:
+    layout = HomeLayout.of(home)
+    with compute_connection(home / "tmp" / "test-report") as con:
+        load_config(con, layout)
+        review = review_of_day(con, layout, DayWindow(END))
+    html_text, md_text = (p.read_text() for p in report_paths(layout, END))
+    assert md_text == render_markdown(review) and html_text == render_html(review)
+    assert "<svg" not in md_text
+    every = list(tables(review))
+    assert len(every) == 1 + 3 + 2 * len(review.capacity)
+    for table in every:
+        assert f"**{_md_cell(table.caption)}**" in md_text
+        assert f"<caption>{html.escape(table.caption)}</caption>" in html_text
+        for row in table.rows:
+            assert "| " + " | ".join(_md_cell(c) for c in row) + " |" in md_text
+            assert "".join(f"{html.escape(c)}</td>" for c in row[1:]) in re.sub(r"<td[^>]*>", "", html_text)
+
+
+def test_every_text_is_escaped() -> None:
+    hostile = "<script>alert(1)</script>"
+    cap = {"model": hostile, "deployment_id": "d&<b>", "gpu_type": "H100", "gpus": 8.0, "tp": 8, "pp": 1,
+           "quantization": "fp8", "capacity_goodput_per_gpu": 1.0, "capacity_source": "demonstrated",
+           "capacity_verified": False, "daily_capacity_tokens": 691_200.0, "utilization": 0.5, "daily_value": None,
+           "daily_cost_at_capacity": None, "currency": "USD", "cost_per_mtok_goodput": None, "lambda_slo_max": None,
+           "loadtest_run_id": None, "capacity_note": 'lower bound "<i>"', "output_tokens": 345_600,
+           "goodput_per_gpu": 0.5, "mean_output_per_step": 247.0, "mean_output_per_step_source": "policy",
+           "sessions": 0, "supported_agent_steps": 2798.4, "task_attainment": None, "expected_task_attainment": None,
+           "slo_version": "v1"}
+    review = Review(day=date(2026, 11, 17), capacity=[cap], plan=[], slo=[], policy={},
+                    load=[{"model": hostile, "hour": h, "output_token_rate": 1.0, "capacity_token_rate": 8.0,
+                           "over_capacity": False} for h in range(24)],
+                    cost_history=[{"day": date(2026, 11, 17), "model": hostile, "deployment_id": "d&<b>",
+                                   "currency": "USD", "cost_per_mtok_goodput": 1.5}])
+    text = render_html(review)
+    assert "<script" not in text and "<i>" not in text and "<b>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "d&amp;&lt;b&gt;" in text
+    assert "lower bound &quot;&lt;i&gt;&quot;" in text
+    assert "691,200" in text
+    # Markdown is often rendered as HTML too: its cells are escaped the same way.
+    markdown = render_markdown(review)
+    assert "<script" not in markdown and "| d&amp;&lt;b&gt; |" in markdown
