@@ -9,6 +9,8 @@ Each check reads the day files its asset wrote (for a ranged run, every day of t
 message naming the table, the day file(s), the rule, how many rows break it and examples.
 """
 
+from datetime import UTC, date, datetime, time, timedelta
+
 import dagster as dg
 import duckdb
 
@@ -18,6 +20,7 @@ from tokenledger import lake
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
+from tokenledger.ingest import GATEWAY_SUFFIXES, landing_files
 
 _RECONCILIATION = dg.AssetKey(["quality", "ingest_reconciliation_daily"])
 
@@ -155,3 +158,49 @@ def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
             else "every model and deployment in the logs is in the inventory"),
         metadata={"unknown_pairs": len(missing)},
     )
+
+
+def _freshness(day: date, now: datetime, deadline: datetime, has_data: bool, what: str) -> tuple[bool, str]:
+    """A day's input is late when it is missing after its deadline; running before the deadline is flagged too."""
+    if has_data and now >= deadline:
+        return True, ""
+    if has_data:
+        return False, (f"{day}: ran at {now:%Y-%m-%d %H:%M} UTC, before its {what} are expected complete "
+                       f"({deadline:%Y-%m-%d %H:%M} UTC); re-run the day after that")
+    if now >= deadline:
+        return False, f"{day}: no {what} by {deadline:%Y-%m-%d %H:%M} UTC"
+    return True, f"{day}: no {what} yet; expected by {deadline:%Y-%m-%d %H:%M} UTC"
+
+
+def _day_end(day: date) -> datetime:
+    return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+
+
+@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=False, partitions_def=daily_partitions,
+                description="Warns when a day's gateway logs have not arrived by logs_complete_hour_utc of the next "
+                            "day (04:00 UTC by default), or when the day ran before then.")
+def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    now = datetime.now(UTC)
+    notes = []
+    for day in days_of(context):
+        has_data = bool(landing_files(ledger.layout.gateway_day_dir(day), GATEWAY_SUFFIXES, "gateway log"))
+        deadline = _day_end(day) + timedelta(hours=ledger.logs_complete_hour_utc)
+        notes.append(_freshness(day, now, deadline, has_data, "gateway logs"))
+    late = [text for ok, text in notes if not ok]
+    return dg.AssetCheckResult(passed=not late, severity=dg.AssetCheckSeverity.WARN,
+                               description="; ".join(late) or "; ".join(t for _, t in notes if t) or "logs complete")
+
+
+@dg.asset_check(asset=dg.AssetKey(["core", "billing_charges"]), blocking=False, partitions_def=daily_partitions,
+                description="Warns when no billing row covers a day billing_complete_after_hours (36 by default) "
+                            "after it ended.")
+def billing_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    now = datetime.now(UTC)
+    rows = dict(duckdb.connect().execute(
+        "SELECT day, count(*) FROM read_parquet($f) GROUP BY day",
+        {"f": _day_files(ledger, "core", "billing_charges", context)}).fetchall())
+    notes = [_freshness(day, now, _day_end(day) + timedelta(hours=ledger.billing_complete_after_hours),
+                        bool(rows.get(day)), "billing rows") for day in days_of(context)]
+    late = [text for ok, text in notes if not ok]
+    return dg.AssetCheckResult(passed=not late, severity=dg.AssetCheckSeverity.WARN,
+                               description="; ".join(late) or "; ".join(t for _, t in notes if t) or "billing complete")

@@ -1,7 +1,8 @@
 """Publishing: a day's tables reach exports/ and the warehouse only after everything upstream of them passed.
 
-Each table's day is one Parquet file (finance tables also CSV), copied to a temporary name and renamed over the
-previous version, so a reader sees the old day or the new day, never a mix or nothing (spec/published.md).
+Each table's day is one Parquet file (finance tables also CSV). All of a day's files are staged under temporary
+names, then renamed over the previous versions together, then a manifest is written (tokenledger/publishing.py),
+so a reader sees the old day or the new day, never half a file or nothing (spec/published.md).
 """
 
 
@@ -15,11 +16,9 @@ from assets.daily import for_each_day
 from assets.quality import ingest_reconciliation_daily, quarantine
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
-from tokenledger import lake
 from tokenledger.catalog import PUBLISHED_TABLES
-from tokenledger.duck import quote_path
-from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
+from tokenledger.publishing import publish_day
 from tokenledger.warehouse import refresh_views
 
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
@@ -34,21 +33,11 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
     warehouse views over them. Grain: day x published table. Definition: spec/published.md."""
     layout = ledger.layout
 
-    def publish_day(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch) -> dict[str, int]:
-        published = 0
-        for ref in PUBLISHED_TABLES:
-            source = lake.day_file(layout.lake, ref.schema, ref.name, window.day)
-            if not source.is_file():
-                raise LedgerError(f"{ref.qualified} has no rows for {window.day} in {source.parent}: "
-                                  "materialize that day's upstream assets first.")
-            lake.copy_file_atomically(source, lake.day_file(layout.exports, ref.schema, ref.name, window.day))
-            if ref.csv_export:
-                csv = lake.day_dir(layout.exports, ref.schema, ref.name, window.day) / "data.csv"
-                lake.write_query(con, f"SELECT * FROM read_parquet({quote_path(source)})", csv, fmt="csv")
-            published += 1
-        return {"tables_published": published}
+    def publish(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch) -> dict[str, int]:
+        files = publish_day(con, layout, window.day, PUBLISHED_TABLES, context.run_id)
+        return {"files_published": len(files), "rows_published": sum(f.rows for f in files)}
 
-    result = for_each_day(context, ledger, publish_day)
+    result = for_each_day(context, ledger, publish)
     try:
         with ledger.warehouse().get_connection() as con:
             views = refresh_views(con, layout)

@@ -1,19 +1,33 @@
 """tokenledger's Dagster definitions: the whole pipeline on one screen.
 
-ingest (gateway logs, FOCUS billing, deployments)  ->  quality (quarantine, reconciliation)  ->  publish
+    ingest      gateway logs, FOCUS billing, deployments -> core.*              (assets/ingest.py)
+    quality     quarantine, ingest reconciliation        -> quality.*           (assets/quality.py)
+    accounting  token split, SLO attainment, goodput     -> infra.*             (assets/accounting.py)
+    cost        allocation, $/MTok, showback, reconcile  -> finance.*           (assets/cost.py)
+    capacity    load tests, capacity, load, plan, review -> infra.*, reports/   (assets/capacity.py)
+    publish     the day's tables to exports/ and the warehouse, then the trend (assets/publish.py, trend.py)
+
+Every table is checked against its contract before anything downstream runs (assets/checks.py). The daily
+schedule runs yesterday at 06:00 UTC; a sensor re-runs a processed day when a late file lands.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 
-from assets import accounting, capacity, checks, cost, ingest, publish, quality
+from assets import accounting, capacity, checks, cost, ingest, publish, quality, trend
 from pipelines.jobs import daily_pipeline
 from pipelines.resources import ledger_resource
+from pipelines.schedules import daily_schedule
+from pipelines.sensors import late_data_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, publish]),
+    assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, publish, trend]),
     asset_checks=dg.load_asset_checks_from_modules([checks, cost]),
     jobs=[daily_pipeline],
+    schedules=[daily_schedule],
+    sensors=[late_data_sensor],
     resources={"ledger": ledger_resource()},
+    # One process per run: steps already use every core through DuckDB, and GX is imported once per run.
+    executor=dg.in_process_executor,
 )

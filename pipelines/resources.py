@@ -43,6 +43,10 @@ class LedgerResource(dg.ConfigurableResource):
     duckdb_threads: int | None = None
     # Above this share of a source's rows quarantined in a day, the day is not published (quarantine_within_tolerance).
     max_quarantine_share: float = 0.001
+    # When a day's inputs are expected complete (freshness checks warn after): gateway logs by this hour (UTC) of
+    # the next day, billing this many hours after the day ends (FOCUS exports lag usage by a day or more).
+    logs_complete_hour_utc: int = 4
+    billing_complete_after_hours: int = 36
 
     @property
     def layout(self) -> HomeLayout:

@@ -87,7 +87,7 @@ window_stats AS (
         quantile_cont(itl_max_ms, 0.99) FILTER (WHERE is_success) AS itl_p99_ms,
         quantile_cont(tpot_ms, 0.99) FILTER (WHERE is_success) AS tpot_p99_ms,
         quantile_cont(e2e_ms, 0.99) FILTER (WHERE is_success) AS e2e_p99_ms,
-        avg(e2e_ms) FILTER (WHERE is_success) AS e2e_mean_ms,
+        (avg(e2e_ms::DECIMAL(18, 3)) FILTER (WHERE is_success))::DOUBLE AS e2e_mean_ms,  -- exact, order-free
         coalesce(sum(output_tokens) FILTER (WHERE is_success), 0)::BIGINT AS output_tokens,
         coalesce(sum(output_tokens) FILTER (WHERE is_compliant), 0)::BIGINT AS compliant_output_tokens,
         min(received_at) AS first_received_at,

@@ -23,7 +23,7 @@ SELECT
     coalesce(sum(output_tokens) FILTER (WHERE is_reached), 0)::BIGINT AS output_tokens,
     coalesce(sum(output_tokens) FILTER (WHERE is_success), 0)::BIGINT AS output_produced,
     coalesce(sum(output_tokens) FILTER (WHERE is_compliant), 0)::BIGINT AS compliant_output_tokens,
-    coalesce(sum(e2e_ms) FILTER (WHERE is_success), 0)::DOUBLE AS e2e_ms_sum_successful,
+    coalesce(sum(e2e_ms::DECIMAL(18, 3)) FILTER (WHERE is_success), 0)::DOUBLE AS e2e_ms_sum_successful,
     count(*) FILTER (WHERE is_success AND session_id IS NOT NULL) AS session_requests,
     coalesce(sum(output_tokens) FILTER (WHERE is_success AND session_id IS NOT NULL), 0)::BIGINT
         AS session_output_tokens

@@ -1,8 +1,12 @@
 """Benchmarks, kept apart from the tests (which never depend on timing): `make bench`.
 
-Measures one day of N requests (default 1,000,000) from the landing zone's files to the ingested tables: the
-three ingest assets materialized through Dagster, in a child process whose wall time and peak resident memory
-are reported. Generation is measured separately, also in a child process.
+1. One day of N requests (default 1,000,000) from the landing zone's files to the ingested tables: the three
+   ingest assets materialized through Dagster. Generation is measured separately.
+2. Validating a day of 10 x N requests (default 10,000,000) against the gateway_request contract, as the
+   `contract` check does: the GX suite in bounded batches plus the whole-table rules in DuckDB. The day is the
+   ingested one repeated ten times with new request ids.
+
+Each phase runs in a child process whose wall time and peak resident memory are reported.
 """
 
 from __future__ import annotations
@@ -61,12 +65,37 @@ def phase_ingest(home: Path, day: date) -> dict:
             "success": result.success}
 
 
+def phase_validate(home: Path, day: date, copies: int, memory_limit: str) -> dict:
+    import duckdb
+
+    from tokenledger.contracts import load_contract
+    from tokenledger.duck import compute_connection
+    from tokenledger.expectations import CRITICAL, validate_days
+
+    source = home / "lake" / "core" / "gateway_requests" / f"day={day}" / "data.parquet"
+    big = home / "bench" / f"gateway_requests_x{copies}.parquet"
+    big.parent.mkdir(parents=True, exist_ok=True)
+    if not big.exists():
+        duckdb.connect().execute(
+            f"COPY (SELECT * REPLACE (request_id || '-' || c AS request_id) FROM read_parquet('{source}'), "
+            f"range({copies}) t(c)) TO '{big}' (FORMAT PARQUET)")
+    start = time.perf_counter()
+    with compute_connection(home / "tmp" / "bench-spill", memory_limit) as con:
+        result = validate_days(con, "core.gateway_requests", load_contract("gateway_request").table(), {day: big})
+    return {"phase": "validate", "seconds": time.perf_counter() - start, "peak_rss_mb": _peak_mb(),
+            "rows": result.rows, "critical_findings": len(result.failed(CRITICAL))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenledger.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--day", type=date.fromisoformat, default=date(2026, 11, 17))
     parser.add_argument("--requests", type=int, default=1_000_000)
-    parser.add_argument("--phase", choices=["generate", "ingest"], help=argparse.SUPPRESS)
+    parser.add_argument("--validate-copies", type=int, default=10,
+                        help="validate a day of this many copies of the ingested day (default 10)")
+    parser.add_argument("--memory-limit", default="1GB",
+                        help="DuckDB memory limit while validating; beyond it DuckDB spills to disk (default 1GB)")
+    parser.add_argument("--phase", choices=["generate", "ingest", "validate"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     home = args.home.resolve()
     if args.phase == "generate":
@@ -75,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase == "ingest":
         print(json.dumps(phase_ingest(home, args.day)))
         return 0
+    if args.phase == "validate":
+        print(json.dumps(phase_validate(home, args.day, args.validate_copies, args.memory_limit)))
+        return 0
     common = ["--home", str(home), "--day", args.day.isoformat(), "--requests", str(args.requests)]
     generated = _child([*common, "--phase", "generate"])
     print(f"generate {args.requests:,} requests: {generated['seconds']:.1f} s, "
@@ -82,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     ingested = _child([*common, "--phase", "ingest"])
     print(f"ingest one day, files -> core tables ({ingested['requests_ingested']:,} requests): "
           f"{ingested['seconds']:.1f} s, peak RSS {ingested['peak_rss_mb']:.0f} MB")
+    validated = _child([*common, "--validate-copies", str(args.validate_copies), "--memory-limit",
+                        args.memory_limit, "--phase", "validate"])
+    print(f"validate one day against its contract ({validated['rows']:,} requests, GX in batches + DuckDB "
+          f"capped at {args.memory_limit}): "
+          f"{validated['seconds']:.1f} s, peak RSS {validated['peak_rss_mb']:.0f} MB, "
+          f"{validated['critical_findings']} critical finding(s)")
     return 0
 
 

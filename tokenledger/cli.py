@@ -67,22 +67,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failure_messages(result) -> list[str]:
-    """The user-facing message of each failed step or check, without Dagster's stack trace."""
+def _check_messages(result, severity: str) -> list[str]:
+    """The descriptions of the checks of `severity` ('ERROR' or 'WARN') that did not pass."""
     messages = []
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            evaluation = event.event_specific_data
+            if not evaluation.passed and evaluation.severity.value == severity:
+                key = evaluation.asset_check_key
+                messages.append(f"{key.asset_key.to_user_string()}:{key.name}: {evaluation.description or ''}")
+    return messages
+
+
+def _failure_messages(result) -> list[str]:
+    """The user-facing message of each failed step and blocking check, without Dagster's stack trace."""
+    messages = _check_messages(result, "ERROR")
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
             data = event.event_specific_data
-            described = getattr(getattr(data, "user_failure_data", None), "description", None)
             error = getattr(data, "error", None)
+            if error and error.cls_name == "DagsterAssetCheckFailedError":
+                continue  # already said by the check's own message
+            described = getattr(getattr(data, "user_failure_data", None), "description", None)
             text = described or (error.message.strip() if error else event.message)
             messages.append(f"{event.step_key}: {text.replace('dagster._core.definitions.events.Failure: ', '')}")
-        elif event.event_type_value == "ASSET_CHECK_EVALUATION":
-            evaluation = event.event_specific_data
-            if not evaluation.passed:
-                key = evaluation.asset_check_key
-                description = evaluation.description or ""
-                messages.append(f"check {key.asset_key.to_user_string()}:{key.name} failed. {description}".strip())
     return messages
 
 
@@ -101,6 +109,16 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         present = [str(f) for f in files if f.is_file()]
         rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": present}).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
+    from tokenledger.trend import TREND
+
+    trend = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
+    if trend.is_file():
+        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": str(trend)}).fetchone()[0]
+        print(f"  {TREND.qualified:<40} all days {rows:>12,} rows")
+    reports = sorted(layout.reports.glob("capacity-review-*.html"))
+    if reports:
+        print(f"\nCapacity review reports in {layout.reports}: {reports[0].name} ... {reports[-1].name} "
+              f"({len(reports)}, each also as .md)")
     recon = [str(f) for i in range((end - start).days + 1)
              if (f := lake.day_file(layout.exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
@@ -123,17 +141,23 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     from dagster import DagsterInstance
 
     from pipelines.definitions import defs
+    from tokenledger.publishing import exclusive
 
     job = defs.resolve_job_def("daily_pipeline")
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}}
     failed: dict[date, list[str]] = {}
-    with DagsterInstance.get() as instance:
+    # The first process to open a new instance creates its SQLite storage; runs started together must not race.
+    with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".init.lock"):
+        instance = DagsterInstance.get()
+    with instance:
         day = start
         while day <= end:
             result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
                                             raise_on_error=False, run_config=run_config)
             if result.success:
                 print(f"{day}  published")
+                for message in _check_messages(result, "WARN"):
+                    print("    warning: " + message.replace("\n", "\n    "))
             else:
                 failed[day] = _failure_messages(result) or ["the run failed; open the Dagster UI for details"]
                 print(f"{day}  FAILED")

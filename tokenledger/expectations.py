@@ -214,39 +214,52 @@ def _gx_select(table: Table, actual: dict[str, str]) -> str:
     return ", ".join(items)
 
 
+def _source(files: list[str]) -> str:
+    return f"read_parquet([{', '.join(quote_path(f) for f in files)}], union_by_name = true)"
+
+
 def validate_files(con: duckdb.DuckDBPyConnection, name: str, table: Table, files: list[Path | str],
                    batch_vectors: int = BATCH_VECTORS) -> Validation:
-    """Validate the union of `files` (one table's day files) against the contract table `table`."""
-    files = [str(f) for f in files]
-    result = Validation(table=name, files=files)
-    missing = [f for f in files if not Path(f).is_file()]
-    if missing:
-        result.findings.append(Finding("day file present", CRITICAL, len(missing), len(files), missing))
-        files = [f for f in files if f not in missing]
-        result.files = files
-    if not files:
-        return result
-    source = f"read_parquet([{', '.join(quote_path(f) for f in files)}], union_by_name = true)"
-    actual = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    result.rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
-    result.findings += _schema_findings(con, table, actual)
-    present = set(actual)
-    if result.rows:
-        result.findings += _run_gx(con, name, table, source, actual, present, batch_vectors)
-        result.findings += _duckdb_findings(con, table, source, present, result.rows)
-    return result
+    """Validate `files` (one table's rows) against the contract table `table`, without day labels."""
+    return validate_days(con, name, table, dict(enumerate(files)), batch_vectors, label_days=False)
 
 
 def validate_days(con: duckdb.DuckDBPyConnection, name: str, table: Table, day_files: dict[Any, Path | str],
-                  batch_vectors: int = BATCH_VECTORS) -> Validation:
-    """Validate each day's file on its own (a contract's grain and its set rules hold within a day), and report
-    every broken rule prefixed with its day."""
-    result = Validation(table=name, files=[str(f) for f in day_files.values()])
-    for day, path in day_files.items():
-        one = validate_files(con, name, table, [path], batch_vectors)
-        result.rows += one.rows
-        result.findings += [Finding(f"{day} {f.rule}", f.severity, f.unexpected, f.checked, f.examples)
-                            for f in one.findings]
+                  batch_vectors: int = BATCH_VECTORS, label_days: bool = True) -> Validation:
+    """Validate a table's day files against the contract table `table`.
+
+    The GX suite runs once over all the days (its rules hold row by row, and GX's cost is per call, not per row);
+    the whole-table rules run day by day, since a contract's grain, uniqueness and set rules hold within a day.
+    Each finding is prefixed with its day (or the range of days, for the suite).
+    """
+    files = {day: str(path) for day, path in day_files.items()}
+    result = Validation(table=name, files=list(files.values()))
+    missing = [f for f in files.values() if not Path(f).is_file()]
+    if missing:
+        result.findings.append(Finding("day file present", CRITICAL, len(missing), len(files), missing))
+    present_days = {day: f for day, f in files.items() if f not in missing}
+    if not present_days:
+        return result
+    source = _source(list(present_days.values()))
+    actual = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    result.rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+    days = sorted(present_days, key=str)
+    span = (f"{days[0]}" if len(days) == 1 else f"{days[0]}..{days[-1]}") if label_days else ""
+
+    def labelled(label: str, findings: list[Finding]) -> list[Finding]:
+        return [Finding(f"{label} {f.rule}".strip(), f.severity, f.unexpected, f.checked, f.examples)
+                for f in findings]
+
+    result.findings += labelled(span, _schema_findings(con, table, actual))
+    present = set(actual)
+    if result.rows:
+        result.findings += labelled(span, _run_gx(con, name, table, source, actual, present, batch_vectors))
+    for day, path in present_days.items():
+        day_source = _source([path])
+        rows = con.execute(f"SELECT count(*) FROM {day_source}").fetchone()[0]
+        if rows:
+            found = _duckdb_findings(con, table, day_source, present, rows)
+            result.findings += labelled(str(day) if label_days else "", found)
     return result
 
 

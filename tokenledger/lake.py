@@ -38,22 +38,33 @@ def temporary_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
 
 
-def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> int:
-    """Write the result of `query` to `target` atomically; returns the number of rows written."""
+def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> tuple[Path, int]:
+    """Write the result of `query` beside `target` under a temporary name; returns (that name, rows)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(target)
     options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
     try:
         rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})", used_params(query, params)).fetchone()[0]
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp, int(rows)
+
+
+def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> int:
+    """Write the result of `query` to `target` atomically; returns the number of rows written."""
+    tmp, rows = stage_query(con, query, target, params, fmt)
+    try:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    return int(rows)
+    return rows
 
 
-def copy_file_atomically(source: Path, target: Path) -> None:
-    """Copy a finished file to its published place through a temporary name and a rename."""
+def stage_copy(source: Path, target: Path) -> Path:
+    """Copy a finished file beside `target` under a temporary name, flushed to disk; returns that name."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(target)
     try:
@@ -62,6 +73,7 @@ def copy_file_atomically(source: Path, target: Path) -> None:
                 dst.write(chunk)
             dst.flush()
             os.fsync(dst.fileno())
-        os.replace(tmp, target)
-    finally:
+    except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    return tmp

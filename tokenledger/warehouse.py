@@ -24,7 +24,15 @@ def _view_sql(ref: TableRef, root: Path) -> str:
 
 def refresh_views(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> list[str]:
     """Create or replace a view for every table that has at least one day on disk; returns their names."""
+    from tokenledger.trend import TREND
+
     created = []
+    trend = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
+    if trend.is_file():
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {TREND.schema}")
+        con.execute(f"CREATE OR REPLACE VIEW {TREND.qualified} AS SELECT * FROM read_parquet("
+                    f"'{str(trend).replace(chr(39), chr(39) * 2)}')")
+        created.append(TREND.qualified)
     for refs, root in ((CORE_TABLES, layout.lake), (PUBLISHED_TABLES, layout.exports)):
         for ref in refs:
             if not any((root / ref.schema / ref.name).glob(f"day=*/{lake.DATA_FILE}")):

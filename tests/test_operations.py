@@ -1,0 +1,165 @@
+"""Daily operation: backfills give the same tables as running each day alone, days can run in parallel, and a run
+that dies or fails midway leaves the published days exactly as they were."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import gateway_dir, request, write_jsonl
+from tokenledger import lake, publishing
+from tokenledger.catalog import PUBLISHED_TABLES
+from tokenledger.errors import LedgerError
+from tokenledger.generate import generate_landing_zone
+from tokenledger.paths import PROJECT_ROOT, HomeLayout
+
+START = date(2026, 11, 9)
+DAYS = 14
+END = START + timedelta(days=DAYS - 1)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ, TOKENLEDGER_HOME=str(home), DAGSTER_HOME=str(home / ".dagster"))
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def _cli(home: Path, start: date, end: date) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
+                             str(start), "--end", str(end)], cwd=PROJECT_ROOT, env=_env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _content(home: Path) -> dict[str, str]:
+    """Every published file's rows, sorted and hashed, with the home's own path taken out of the values."""
+    con = duckdb.connect()
+    out = {}
+    for path in sorted((home / "exports").rglob("data.*")):
+        reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
+        text = con.execute(f"SELECT string_agg(replace(t::VARCHAR, $home, '$HOME'), chr(10) ORDER BY t::VARCHAR) "
+                           f"FROM {reader}($p) t", {"p": str(path), "home": str(home)}).fetchone()[0] or ""
+        out[str(path.relative_to(home / "exports"))] = hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two weeks of generated landing zone, shared (copied) by every home of this module."""
+    source = tmp_path_factory.mktemp("landing") / "home"
+    generate_landing_zone(source, START, DAYS, 1_500, seed=3, bad_rows_per_day=0)
+    return source
+
+
+def _home_from(landing: Path, tmp_path: Path, name: str) -> Path:
+    home = tmp_path / name
+    shutil.copytree(landing / "raw", home / "raw")
+    shutil.copytree(landing / "config", home / "config")
+    return home
+
+
+@pytest.fixture(scope="module")
+def day_by_day(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference: `tokenledger run` over the two weeks, one Dagster run per day."""
+    home = _home_from(landing, tmp_path_factory.mktemp("day_by_day"), "home")
+    proc = _cli(home, START, END)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    assert out.count("  published") == DAYS
+    return home
+
+
+def test_a_dagster_range_backfill_gives_the_same_tables_as_each_day_alone(landing, day_by_day, tmp_path) -> None:
+    home = _home_from(landing, tmp_path, "range")
+    (home / ".dagster").mkdir()
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "asset", "materialize", "-m", "pipelines.definitions",
+         "--select", "*", "--partition-range", f"{START}...{END}"],
+        cwd=PROJECT_ROOT, env=_env(home), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reference = _content(day_by_day)
+    assert len([k for k in reference if k.endswith("data.parquet")]) == DAYS * len(PUBLISHED_TABLES) + 1
+    assert _content(home) == reference
+
+
+def test_days_run_in_parallel_give_the_same_tables(landing, day_by_day, tmp_path) -> None:
+    home = _home_from(landing, tmp_path, "parallel")
+    days = [START + timedelta(days=i) for i in (0, 3, 6, 9)]
+    procs = [_cli(home, day, day) for day in days]  # four processes at once, one home, one warehouse
+    outputs = [p.communicate(timeout=900)[0] for p in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out
+        assert "lock" not in out.lower(), out
+    parallel, reference = _content(home), _content(day_by_day)
+    per_day = {k for k in reference if any(f"day={d}/" in k for d in days)}
+    assert len(per_day) == len(days) * (len(PUBLISHED_TABLES) + 3)  # + the CSVs of the three finance tables
+    assert {k: parallel[k] for k in per_day} == {k: reference[k] for k in per_day}
+    assert {k for k in parallel if "day=" in k} == per_day
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_killed_run_leaves_the_published_day_exactly_as_it_was(landing, day_by_day, tmp_path) -> None:
+    home = tmp_path / "killed"
+    shutil.copytree(day_by_day, home, ignore=shutil.ignore_patterns(".dagster", "tmp"))
+    before = _snapshot(home / "exports")
+    day = START + timedelta(days=2)
+    write_jsonl(gateway_dir(home, str(day)) / "zz-late.jsonl",
+                [request(f"late-{i}", received_at=f"{day}T12:00:00Z", model="llama-3.1-8b-instruct",
+                         deployment_id="llama8b-l40s-onprem", input_tokens=100, cached_input_tokens=0)
+                 for i in range(50)])
+    ingested = lake.day_file(home / "lake", "core", "gateway_requests", day)
+    stamp = ingested.stat().st_mtime_ns
+    proc = _cli(home, day, day)
+    deadline = time.monotonic() + 300
+    while ingested.stat().st_mtime_ns == stamp and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ingested.stat().st_mtime_ns != stamp  # it was killed midway: the day's inputs were re-ingested
+    assert _snapshot(home / "exports") == before
+    assert publishing.verify_day(HomeLayout.of(home), day) == []
+
+
+def test_a_publish_that_fails_midway_changes_nothing(landing, day_by_day, tmp_path, monkeypatch) -> None:
+    home = tmp_path / "failing"
+    shutil.copytree(day_by_day, home, ignore=shutil.ignore_patterns(".dagster", "tmp"))
+    layout = HomeLayout.of(home)
+    day = START + timedelta(days=3)
+    before = _snapshot(home / "exports")
+    # New content in the lake for every table of the day, then a failure while staging the fourth file.
+    for ref in PUBLISHED_TABLES:
+        path = lake.day_file(layout.lake, ref.schema, ref.name, day)
+        duckdb.connect().execute(f"COPY (SELECT * FROM read_parquet('{path}') LIMIT 0) TO '{path}.new' "
+                                 "(FORMAT PARQUET)")
+        Path(f"{path}.new").replace(path)
+    calls = {"n": 0}
+    real = lake.stage_copy
+
+    def failing_copy(source: Path, target: Path) -> Path:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError("disk full")
+        return real(source, target)
+
+    monkeypatch.setattr(lake, "stage_copy", failing_copy)
+    with pytest.raises(OSError, match="disk full"), duckdb.connect() as con:
+        publishing.publish_day(con, layout, day, PUBLISHED_TABLES, run_id="test")
+    assert _snapshot(home / "exports") == before  # no table of the day changed, no temporary file left behind
+    missing = lake.day_file(layout.lake, PUBLISHED_TABLES[0].schema, PUBLISHED_TABLES[0].name, day)
+    missing.unlink()
+    with pytest.raises(LedgerError, match="Nothing of the day was published"), duckdb.connect() as con:
+        publishing.publish_day(con, layout, day, PUBLISHED_TABLES, run_id="test")
+    assert _snapshot(home / "exports") == before

@@ -1,0 +1,72 @@
+"""The daily schedule picks yesterday's UTC partition; the late-data sensor re-runs a processed day."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.definitions import defs
+from pipelines.resources import LedgerResource
+from pipelines.schedules import SCHEDULE_HOUR_UTC, daily_schedule
+from pipelines.sensors import late_data_sensor
+from tests.conftest import gateway_dir, request, write_jsonl
+
+DAY = "2026-11-16"
+
+
+def test_a_tick_runs_the_previous_utc_day_after_the_logs_are_complete() -> None:
+    assert LedgerResource.model_fields["logs_complete_hour_utc"].default < SCHEDULE_HOUR_UTC
+    schedule = defs.resolve_schedule_def(daily_schedule.name)
+    assert schedule.cron_schedule == "0 6 * * *" and schedule.execution_timezone == "UTC"
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=UTC))
+    requests = schedule.evaluate_tick(context).run_requests
+    assert [r.partition_key for r in requests] == ["2026-11-29"]
+    # Across a month boundary too: the day that ended, never the day in progress.
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 12, 1, 6, 0, tzinfo=UTC))
+    assert [r.partition_key for r in schedule.evaluate_tick(context).run_requests] == ["2026-11-30"]
+
+
+def _evaluate_sensor(instance: dg.DagsterInstance) -> list:
+    ledger = LedgerResource(home=os.environ["TOKENLEDGER_HOME"])
+    context = dg.build_sensor_context(instance=instance, resources={"ledger": ledger}, definitions=defs)
+    result = late_data_sensor.evaluate_tick(context)
+    return result.run_requests or []
+
+
+def test_a_late_file_in_a_processed_day_requests_that_day_again(home: Path) -> None:
+    warnings.filterwarnings("ignore")
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [request("r1"), request("r2")])
+    write_jsonl(gateway_dir(home, "2026-11-18") / "a.jsonl", [request("x1", received_at="2026-11-18T01:00:00Z")])
+    with dg.DagsterInstance.ephemeral() as instance:
+        job = defs.resolve_job_def("daily_pipeline")
+        assert job.execute_in_process(partition_key=DAY, instance=instance).success
+        assert _evaluate_sensor(instance) == []  # nothing newer than the run; 11-18 was never processed
+
+        time.sleep(0.05)
+        write_jsonl(gateway_dir(home, DAY) / "b-late.jsonl", [request("r3")])
+        requests = _evaluate_sensor(instance)
+        assert [(r.partition_key, r.job_name or "daily_pipeline") for r in requests] == [(DAY, "daily_pipeline")]
+        assert requests[0].run_key.startswith(f"late-{DAY}-")
+        assert requests[0].tags["tokenledger/reason"].startswith("late data: newest file ")
+
+        # Once the day has run again, the file is no longer late.
+        assert job.execute_in_process(partition_key=DAY, instance=instance).success
+        assert _evaluate_sensor(instance) == []
+
+
+def test_a_late_billing_file_requests_the_processed_days_it_covers(home: Path) -> None:
+    warnings.filterwarnings("ignore")
+    with dg.DagsterInstance.ephemeral() as instance:
+        job = defs.resolve_job_def("daily_pipeline")
+        for day in ("2026-11-16", "2026-11-17"):
+            assert job.execute_in_process(partition_key=day, instance=instance).success
+        time.sleep(0.05)
+        (home / "raw" / "billing" / "late.csv").write_text(
+            '"ChargePeriodStart","ChargePeriodEnd","EffectiveCost","BilledCost","BillingCurrency","ChargeCategory"\n'
+            '"2026-11-16 22:00:00","2026-11-18 02:00:00",1.0,1.0,"USD","Usage"\n')
+        assert sorted(r.partition_key for r in _evaluate_sensor(instance)) == ["2026-11-16", "2026-11-17"]

@@ -1,0 +1,54 @@
+"""infra.capacity_trend: rebuilt from all published days, validated against its contract, then renamed into place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import duckdb
+
+from tokenledger import lake
+from tokenledger.catalog import TableRef
+from tokenledger.contracts import load_contract
+from tokenledger.duck import quote_path, statement
+from tokenledger.expectations import CRITICAL, Validation, validate_files
+from tokenledger.paths import HomeLayout
+from tokenledger.publishing import exclusive
+
+TREND = TableRef("infra", "capacity_trend")
+SOURCES = {"capacity_files": ("infra", "capacity_daily"), "cost_files": ("finance", "cost_per_mtok_daily"),
+           "slo_files": ("infra", "slo_daily")}
+
+
+@dataclass(frozen=True)
+class TrendOutcome:
+    rows: int
+    days: int
+    validation: Validation
+
+
+def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOutcome:
+    """Recompute the trend over every published day; publish it only if it meets its contract.
+
+    Several runs may finish at once. The rebuild holds a lock, and every run rebuilds after publishing its own
+    days, so the last rebuild to take the lock has read every day published before it.
+    """
+    target = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
+    table = load_contract(TREND.contract_id).table()
+    with exclusive(target.parent / ".lock"):
+        files = {param: sorted(str(p) for p in (layout.exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
+                 for param, (schema, name) in SOURCES.items()}
+        if all(files.values()):
+            query, params = statement("capacity_trend"), files
+        else:  # nothing published yet: an empty table of the contract's shape
+            nulls = ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in table.columns)
+            query, params = f"SELECT {nulls} WHERE false", {}
+        tmp, rows = lake.stage_query(con, query, target, params)
+        try:
+            validation = validate_files(con, TREND.qualified, table, [tmp])
+            days = con.execute(f"SELECT count(DISTINCT day) FROM read_parquet({quote_path(tmp)})").fetchone()[0]
+            if not validation.failed(CRITICAL):
+                os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return TrendOutcome(rows, days, validation)
