@@ -160,7 +160,7 @@ def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
     )
 
 
-def _freshness(day: date, now: datetime, deadline: datetime, has_data: bool, what: str) -> tuple[bool, str]:
+def freshness_verdict(day: date, now: datetime, deadline: datetime, has_data: bool, what: str) -> tuple[bool, str]:
     """A day's input is late when it is missing after its deadline; running before the deadline is flagged too."""
     if has_data and now >= deadline:
         return True, ""
@@ -185,7 +185,7 @@ def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerRes
     for day in days_of(context):
         has_data = bool(landing_files(ledger.layout.gateway_day_dir(day), GATEWAY_SUFFIXES, "gateway log"))
         deadline = _day_end(day) + timedelta(hours=ledger.logs_complete_hour_utc)
-        notes.append(_freshness(day, now, deadline, has_data, "gateway logs"))
+        notes.append(freshness_verdict(day, now, deadline, has_data, "gateway logs"))
     late = [text for ok, text in notes if not ok]
     return dg.AssetCheckResult(passed=not late, severity=dg.AssetCheckSeverity.WARN,
                                description="; ".join(late) or "; ".join(t for _, t in notes if t) or "logs complete")
@@ -199,7 +199,7 @@ def billing_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
     rows = dict(duckdb.connect().execute(
         "SELECT day, count(*) FROM read_parquet($f) GROUP BY day",
         {"f": _day_files(ledger, "core", "billing_charges", context)}).fetchall())
-    notes = [_freshness(day, now, _day_end(day) + timedelta(hours=ledger.billing_complete_after_hours),
+    notes = [freshness_verdict(day, now, _day_end(day) + timedelta(hours=ledger.billing_complete_after_hours),
                         bool(rows.get(day)), "billing rows") for day in days_of(context)]
     late = [text for ok, text in notes if not ok]
     return dg.AssetCheckResult(passed=not late, severity=dg.AssetCheckSeverity.WARN,

@@ -70,3 +70,46 @@ def test_a_late_billing_file_requests_the_processed_days_it_covers(home: Path) -
             '"ChargePeriodStart","ChargePeriodEnd","EffectiveCost","BilledCost","BillingCurrency","ChargeCategory"\n'
             '"2026-11-16 22:00:00","2026-11-18 02:00:00",1.0,1.0,"USD","Usage"\n')
         assert sorted(r.partition_key for r in _evaluate_sensor(instance)) == ["2026-11-16", "2026-11-17"]
+
+
+def _evaluations(result) -> dict[str, tuple[bool, str]]:
+    return {e.event_specific_data.asset_check_key.name: (e.event_specific_data.passed,
+                                                          e.event_specific_data.description)
+            for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+
+
+def test_freshness_checks_warn_when_inputs_are_late_and_never_block(home: Path) -> None:
+    from tests.conftest import materialize
+
+    ingest = ["core/deployments_daily", "core/gateway_requests", "core/billing_charges"]
+    result = materialize(DAY, selection=ingest)  # no logs and no bill for a day long past
+    assert result.success
+    checks = _evaluations(result)
+    assert checks["gateway_logs_fresh"] == (False, "2026-11-16: no gateway logs by 2026-11-17 04:00 UTC")
+    assert checks["billing_fresh"] == (False, "2026-11-16: no billing rows by 2026-11-18 12:00 UTC")
+
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [request("r1")])
+    (home / "raw" / "billing" / "b.csv").write_text(
+        '"ChargePeriodStart","ChargePeriodEnd","EffectiveCost","BilledCost","BillingCurrency","ChargeCategory"\n'
+        '"2026-11-16 00:00:00","2026-11-17 00:00:00",1.0,1.0,"USD","Usage"\n')
+    checks = _evaluations(materialize(DAY, selection=ingest))
+    assert checks["gateway_logs_fresh"] == (True, "logs complete")
+    assert checks["billing_fresh"] == (True, "billing complete")
+
+
+
+def test_freshness_before_and_after_the_expected_hour() -> None:
+    from datetime import date
+
+    from assets.checks import freshness_verdict
+
+    day, deadline = date(2026, 11, 29), datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
+    early, late = datetime(2026, 11, 30, 3, 0, tzinfo=UTC), datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+    assert freshness_verdict(day, early, deadline, False, "gateway logs") == (
+        True, "2026-11-29: no gateway logs yet; expected by 2026-11-30 04:00 UTC")
+    assert freshness_verdict(day, early, deadline, True, "gateway logs") == (
+        False, "2026-11-29: ran at 2026-11-30 03:00 UTC, before its gateway logs are expected complete "
+               "(2026-11-30 04:00 UTC); re-run the day after that")
+    assert freshness_verdict(day, late, deadline, True, "gateway logs") == (True, "")
+    assert freshness_verdict(day, late, deadline, False, "gateway logs") == (
+        False, "2026-11-29: no gateway logs by 2026-11-30 04:00 UTC")
