@@ -20,7 +20,7 @@ $(BIN)/.installed-dev: pyproject.toml constraints.txt
 
 demo: $(BIN)/.installed-dev
 	$(BIN)/tokenledger generate --home $(DEMO_HOME) --start $(DEMO_START) --days $(DEMO_DAYS) \
-		--requests-per-day $(DEMO_REQUESTS_PER_DAY) --seed $(DEMO_SEED)
+		--requests-per-day $(DEMO_REQUESTS_PER_DAY) --seed $(DEMO_SEED) --with-loadtest
 	$(BIN)/tokenledger run --home $(DEMO_HOME) --start $(DEMO_START) --end $(DEMO_END)
 
 test: $(BIN)/.installed-dev

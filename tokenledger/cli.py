@@ -64,6 +64,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
           f"logged twice, {len(summary.bad_rows)} deliberately invalid)")
     print(f"  billing: {summary.billing_file.relative_to(home)} ({summary.billing_rows:,} FOCUS rows)")
     print(f"  config:  {', '.join(str(p.relative_to(home)) for p in summary.config_files)}")
+    if args.with_loadtest:
+        from datetime import UTC, datetime, time
+
+        from tokenledger.generate import generate_loadtest_run
+
+        # At night on the first day, before the 70B deployment's scale-up, long enough per step to be verified.
+        run_id = f"lt-{args.start}-llama70b"
+        folder = generate_loadtest_run(home, run_id, "llama-3.1-70b-instruct", "llama70b-h100-tp8",
+                                       datetime.combine(args.start, time(1, 0), tzinfo=UTC), None, 36, args.seed,
+                                       requests_per_day=args.requests_per_day)
+        print(f"  load test: {folder.relative_to(home)} (six arrival-rate steps of 36 minutes)")
     return 0
 
 
@@ -199,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--bad-rows-per-day", type=int, default=8,
                      help="deliberately invalid rows per day, one of each kind, to show the quarantine")
+    gen.add_argument("--with-loadtest", action="store_true",
+                     help="also write a load-test run of the 70B deployment on the first day, with a known knee")
     gen.set_defaults(func=cmd_generate)
 
     run = sub.add_parser("run", help="materialize every asset of a range of days, checks included")

@@ -72,10 +72,20 @@ def expected_work_s(deployment_id: str) -> float:
     return work
 
 
-def capacity_rps(deployment_id: str, replicas: int | None = None) -> float:
-    """Requests/s the deployment completes at full utilization (initial replica count by default)."""
+def capacity_rps(deployment_id: str, replicas: int | None = None, requests_per_day: int | None = None) -> float:
+    """Requests/s the deployment completes at full utilization (initial replica count by default).
+
+    Without ``requests_per_day`` it is the physical capacity of the latency model. With it, it is the capacity
+    the production logs of that volume imply: production latency runs at ``mean_utilization`` of capacity on
+    an average weekday minute, whatever the volume, so a load test meant to sit beside a generated landing zone
+    must share that capacity (otherwise the two would disagree by the ratio of the volumes).
+    """
     dep = DEPLOYMENT_BY_ID[deployment_id]
-    return (replicas or dep.replicas) / expected_work_s(deployment_id)
+    reps = replicas or dep.replicas
+    if requests_per_day is None:
+        return reps / expected_work_s(deployment_id)
+    mean_rps = requests_per_day * sum(s.share for s in _streams(deployment_id)) / 86_400
+    return mean_rps / dep.mean_utilization * reps / dep.replicas
 
 
 def rho_knee(deployment_id: str) -> float:
@@ -91,18 +101,18 @@ def rho_knee(deployment_id: str) -> float:
     return lo
 
 
-def default_steps(deployment_id: str) -> list[float]:
+def default_steps(deployment_id: str, requests_per_day: int | None = None) -> list[float]:
     """Arrival rates (req/s, 2 decimals) at LOADTEST_RHO of the deployment's capacity."""
-    cap = capacity_rps(deployment_id)
+    cap = capacity_rps(deployment_id, requests_per_day=requests_per_day)
     return [round(r * cap, 2) for r in LOADTEST_RHO]
 
 
-def knee_index(deployment_id: str, steps: list[float]) -> int:
+def knee_index(deployment_id: str, steps: list[float], requests_per_day: int | None = None) -> int:
     """Index of the last step whose utilization is within ``rho_knee`` (-1 if none): lambda_slo_max's step.
 
     Steps within a few percent of the knee are ambiguous (sampling noise decides); the defaults avoid them.
     """
-    cap, knee = capacity_rps(deployment_id), rho_knee(deployment_id)
+    cap, knee = capacity_rps(deployment_id, requests_per_day=requests_per_day), rho_knee(deployment_id)
     ok = [i for i, rate in enumerate(steps) if rate / cap <= knee]
     return ok[-1] if ok else -1
 
@@ -120,13 +130,15 @@ def generate_loadtest_run(
     steps: list[float] | None,
     step_minutes: int,
     seed: int,
+    requests_per_day: int | None = None,
 ) -> Path:
     """Write ``raw/loadtest/<run_id>/requests.jsonl.gz`` and ``run.yaml``; return the run folder.
 
     ``steps`` are arrival rates in requests/s (default :func:`default_steps`), each held ``step_minutes``
     with Poisson arrivals, against the deployment's initial replica count (its first inventory version, so
     schedule the run before the scale-up). ``warmup_min`` in run.yaml is the number of minutes at the start of
-    *each* step excluded from that step's measurement.
+    *each* step excluded from that step's measurement. With ``requests_per_day``, the deployment's capacity is
+    the one production logs of that volume imply (:func:`capacity_rps`), so the run and the landing zone agree.
 
     The knee is not written anywhere: a step's utilization is ``rate / capacity_rps(deployment_id)``, every
     commitment holds while it is at most ``rho_knee`` (~0.87, where the queue P99 reaches 300 ms) and the
@@ -139,7 +151,7 @@ def generate_loadtest_run(
     home = Path(home)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
-    rates = default_steps(deployment_id) if steps is None else [float(r) for r in steps]
+    rates = default_steps(deployment_id, requests_per_day) if steps is None else [float(r) for r in steps]
     minutes = len(rates) * step_minutes
     rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
     run_key = zlib.crc32(run_id.encode())
@@ -155,7 +167,8 @@ def generate_loadtest_run(
     batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
     batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
 
-    demand = rate_per_minute * expected_work_s(deployment_id)  # replica-seconds of work per second
+    # replica-seconds of work per second: each request costs replicas / capacity
+    demand = rate_per_minute * dep.replicas / capacity_rps(deployment_id, requests_per_day=requests_per_day)
     capacity = np.full(minutes, float(dep.replicas))
     rng = rng_for(seed, "loadtest", run_key, "serve")
     n = len(batch)
