@@ -23,7 +23,11 @@ demo: $(BIN)/.installed-dev
 		--requests-per-day $(DEMO_REQUESTS_PER_DAY) --seed $(DEMO_SEED) --with-loadtest
 	$(BIN)/tokenledger run --home $(DEMO_HOME) --start $(DEMO_START) --end $(DEMO_END)
 
+# The Dagster definitions must load (what `dagster definitions validate` checks), the code must lint clean,
+# then the tests.
 test: $(BIN)/.installed-dev
+	$(BIN)/dagster definitions validate -m pipelines.definitions
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 ui: $(BIN)/.installed-dev
