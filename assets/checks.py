@@ -95,10 +95,13 @@ def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutio
     """Per day and source: rows read, rows quarantined and the commonest reasons (field: rule, without values)."""
     return duckdb.connect().execute(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
-        "q AS (SELECT day, source, regexp_replace(reason, ':.*', '') AS field, count(*) AS n "
+        # 'field: rule' reasons count by field; the others (a line that is not JSON) by their text before '('.
+        "q AS (SELECT day, source, CASE WHEN regexp_matches(reason, '^\\w+:') "
+        "      THEN regexp_extract(reason, '^(\\w+):', 1) ELSE trim(regexp_replace(reason, '\\(.*', '')) END "
+        "      AS field, count(*) AS n "
         "      FROM read_parquet($quarantine) GROUP BY ALL) "
         "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
-        "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC) FROM q "
+        "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC, field) FROM q "
         "        WHERE q.day = r.day AND q.source = r.source) "
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),

@@ -130,12 +130,14 @@ def test_too_many_bad_input_rows_block_the_day_and_few_only_warn(home: Path) -> 
     before = _snapshot(home / "exports")
 
     write_jsonl(gateway_dir(home, DAY) / "b.jsonl", [request(f"x{i}", status="okay") for i in range(5)])
+    with (gateway_dir(home, DAY) / "b.jsonl").open("a") as f:
+        f.write("not json\n")
     result = materialize(DAY)
     assert not result.success
     failed = _failed_checks(result)
     assert failed["quality/ingest_reconciliation_daily:quarantine_within_tolerance"].startswith(
-        "too many rows quarantined (limit 0.10%): 2026-11-16 gateway: 6 of 2,005 rows (0.30%) quarantined, "
-        "by field: status 5, input_tokens 1.")
+        "too many rows quarantined (limit 0.10%): 2026-11-16 gateway: 7 of 2,006 rows (0.35%) quarantined, "
+        "by field: status 5, input_tokens 1, line is not a JSON object 1.")
     assert _snapshot(home / "exports") == before
 
 
