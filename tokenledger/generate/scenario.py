@@ -162,7 +162,7 @@ class Stream:
 # --------------------------------------------------------------------------------------------- latency
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LatencyModel:
     """Per-request latency of one deployment as a function of its utilization rho (see ``latency.py``).
 
@@ -174,26 +174,28 @@ class LatencyModel:
     arrival rates into utilization.
     """
 
+    # What differs between the models
     prefill_tps: float
-    prefill_load_gain: float
     cached_ms_per_ktok: float  # attention over the cached prefix still costs a little
     overhead_ms: float
     tpot_ms: float
-    tpot_load_gain: float
     tpot_ms_per_100k_ctx: float
-    tpot_sigma: float
-    itl_tail: float  # scale of the heavy-tailed ITL factor per ln(output tokens)
-    stall_base: float  # probability of a decode stall at any load
-    stall_peak: float  # extra stall probability reached at rho >= stall_rho_full
-    stall_rho_start: float
-    stall_rho_full: float
-    stall_min_ms: float
     stall_max_ms: float
-    queue_scale_ms: float
-    rho_cap: float
-    max_wait_s: float  # admission control rejects what would wait longer than this
     prefill_capacity_tps: float
     decode_capacity_tps: float
+    # How a serving engine behaves under load: the same for every model of the scenario
+    prefill_load_gain: float = 0.5
+    tpot_load_gain: float = 0.6
+    tpot_sigma: float = 0.12
+    itl_tail: float = 0.05  # scale of the heavy-tailed ITL factor per ln(output tokens)
+    stall_base: float = 0.0005  # probability of a decode stall at any load
+    stall_peak: float = 0.12  # extra stall probability reached at rho >= stall_rho_full
+    stall_rho_start: float = 0.85
+    stall_rho_full: float = 1.10
+    stall_min_ms: float = 60
+    queue_scale_ms: float = 15
+    rho_cap: float = 0.97
+    max_wait_s: float = 10  # admission control rejects what would wait longer than this
 
 
 # --------------------------------------------------------------------------------------------- deployments
@@ -266,69 +268,33 @@ def _midnight(d: date) -> datetime:
 
 LAT_70B = LatencyModel(
     prefill_tps=25_000,
-    prefill_load_gain=0.5,
     cached_ms_per_ktok=1.0,
     overhead_ms=35,
     tpot_ms=18,
-    tpot_load_gain=0.6,
     tpot_ms_per_100k_ctx=3.0,
-    tpot_sigma=0.12,
-    itl_tail=0.05,
-    stall_base=0.0005,
-    stall_peak=0.12,
-    stall_rho_start=0.85,
-    stall_rho_full=1.10,
-    stall_min_ms=60,
     stall_max_ms=400,
-    queue_scale_ms=15,
-    rho_cap=0.97,
-    max_wait_s=10,
     prefill_capacity_tps=30_000,
     decode_capacity_tps=2_600,
 )
 
 LAT_8B = LatencyModel(
     prefill_tps=9_000,
-    prefill_load_gain=0.5,
     cached_ms_per_ktok=0.5,
     overhead_ms=20,
     tpot_ms=11,
-    tpot_load_gain=0.6,
     tpot_ms_per_100k_ctx=2.0,
-    tpot_sigma=0.12,
-    itl_tail=0.05,
-    stall_base=0.0005,
-    stall_peak=0.12,
-    stall_rho_start=0.85,
-    stall_rho_full=1.10,
-    stall_min_ms=60,
     stall_max_ms=300,
-    queue_scale_ms=15,
-    rho_cap=0.97,
-    max_wait_s=10,
     prefill_capacity_tps=10_000,
     decode_capacity_tps=1_800,
 )
 
 LAT_QWEN = LatencyModel(
     prefill_tps=30_000,
-    prefill_load_gain=0.5,
     cached_ms_per_ktok=1.5,
     overhead_ms=40,
     tpot_ms=16,
-    tpot_load_gain=0.6,
     tpot_ms_per_100k_ctx=3.0,
-    tpot_sigma=0.12,
-    itl_tail=0.05,
-    stall_base=0.0005,
-    stall_peak=0.12,
-    stall_rho_start=0.85,
-    stall_rho_full=1.10,
-    stall_min_ms=60,
     stall_max_ms=400,
-    queue_scale_ms=15,
-    rho_cap=0.97,
-    max_wait_s=10,
     prefill_capacity_tps=36_000,
     decode_capacity_tps=2_400,
 )
