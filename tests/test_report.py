@@ -20,7 +20,7 @@ from tokenledger.duck import compute_connection
 from tokenledger.generate import generate_landing_zone
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
-from tokenledger.report import Review, _md_cell, fmt, render_html, render_markdown, tables
+from tokenledger.report import Review, _md_cell, _tick, fmt, render_html, render_markdown, tables
 
 START, END = date(2026, 11, 16), date(2026, 11, 17)
 
@@ -133,3 +133,8 @@ def test_every_text_is_escaped() -> None:
     # Markdown is often rendered as HTML too: its cells are escaped the same way.
     markdown = render_markdown(review)
     assert "<script" not in markdown and "| d&amp;&lt;b&gt; |" in markdown
+
+
+def test_axis_labels_are_plain_digits() -> None:
+    """The axis tops are 1, 2, 2.5 or 5 times a power of ten: a $/MTok axis up to 1,000 read '1e+03' before."""
+    assert [_tick(v) for v in (0, 0.25, 62.5, 250, 1000, 12_500)] == ["0", "0.25", "62.5", "250", "1,000", "12,500"]

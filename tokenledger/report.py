@@ -306,6 +306,11 @@ def _nice_max(value: float) -> float:
     return 10 * exponent
 
 
+def _tick(value: float) -> str:
+    """An axis label in plain digits: 1,000 and 12,500, never 1e+03; three significant digits below 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _y_axis(lo: float, hi: float, label: str, formatter: Callable[[float], str], ticks: int = 4) -> list[str]:
     parts = []
     plot_h = H - TOP - BOTTOM
@@ -333,7 +338,7 @@ def load_chart(model: str, hours: Sequence[Row]) -> str:
 
     body = [f'<rect x="{LEFT + i * slot:.1f}" y="{TOP}" width="{slot:.1f}" height="{plot_h}" fill="{OVER}"/>'
             for i, row in enumerate(hours) if row["over_capacity"]]
-    body += _y_axis(0, top, "output tokens/s", lambda v: f"{v:,.3g}")
+    body += _y_axis(0, top, "output tokens/s", _tick)
     for i, row in enumerate(hours):
         x = LEFT + i * slot
         colour = PALETTE[6] if row["over_capacity"] else PALETTE[0]
@@ -407,7 +412,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
     def y(v: float) -> float:
         return TOP + plot_h * (1 - v / top)
 
-    body = _y_axis(0, top, "$/MTok under SLO", lambda v: f"{v:,.3g}")
+    body = _y_axis(0, top, "$/MTok under SLO", _tick)
     step = max(1, math.ceil(len(days) / 8))
     for i, d in enumerate(days):
         if i % step == 0 or d == days[-1]:
