@@ -220,7 +220,7 @@ def template_table(review: Review, cap: Row) -> Table:
                 f" (percentages {fmt(plan.get('headroom_pct_total'), 'pct')} in all); GPUs needed "
                 f"{fmt(plan.get('gpus_needed'), 'gpus')} against {fmt(plan.get('gpus_deployed'), 'gpus')} deployed: "
                 f"{_surplus(plan.get('gpu_surplus'))}")
-    validation = (f"load test {cap['loadtest_run_id']}" if cap["capacity_source"] == "loadtest"
+    validation = ("measured by a load test" if cap["capacity_source"] == "loadtest"
                   else "demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
                   else "no capacity figure") + f": {cap['capacity_note']}"
     return Table(f"Capacity review of {cap['deployment_id']} ({cap['model']})", ["item", "content"], [
