@@ -17,8 +17,8 @@ from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
 
 
-def _day_view(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
-              table: str) -> None:
+def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
+               table: str) -> None:
     """`view` over one day of a lake table; a missing day is the user's to fix by running its upstream."""
     path = lake.day_file(layout.lake, schema, table, window.day)
     if not path.is_file():
@@ -29,14 +29,14 @@ def _day_view(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWin
 
 def attach_inputs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> None:
     """Views `day_requests` (core.gateway_requests) and `day_deployments` (core.deployments_daily) of the day."""
-    _day_view(con, layout, window, "day_requests", "core", "gateway_requests")
-    _day_view(con, layout, window, "day_deployments", "core", "deployments_daily")
+    attach_day(con, layout, window, "day_requests", "core", "gateway_requests")
+    attach_day(con, layout, window, "day_deployments", "core", "deployments_daily")
 
 
 def attach_usage(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> None:
     """Views `day_deployments` and `day_usage` (core.usage_hourly) of the day."""
-    _day_view(con, layout, window, "day_deployments", "core", "deployments_daily")
-    _day_view(con, layout, window, "day_usage", "core", "usage_hourly")
+    attach_day(con, layout, window, "day_deployments", "core", "deployments_daily")
+    attach_day(con, layout, window, "day_usage", "core", "usage_hourly")
 
 
 def slo_version_in_force(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> str:

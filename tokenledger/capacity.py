@@ -22,7 +22,7 @@ import pyarrow as pa
 import yaml
 
 from tokenledger import lake
-from tokenledger.accounting import judge_requests, write_table
+from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
 from tokenledger.duck import quote_path, statement, used_params
 from tokenledger.errors import LedgerError
@@ -47,16 +47,6 @@ NOTE_COMMITMENTS = 3
 
 
 # --- reading the lake ----------------------------------------------------------------------------------------------
-
-def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
-               table: str) -> None:
-    """`view` over the day's file of a lake table; a missing day is the user's to fix by running its upstream."""
-    path = lake.day_file(layout.lake, schema, table, window.day)
-    if not path.is_file():
-        raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
-                          f"{schema}/{table} first (or run the whole day).")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({quote_path(path)})")
-
 
 def _rows(con: duckdb.DuckDBPyConnection, query: str, params: Mapping[str, Any] | None = None
           ) -> list[dict[str, Any]]:
