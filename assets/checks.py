@@ -19,14 +19,16 @@ from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
+from tokenledger.duck import literal_path
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
-from tokenledger.ingest import GATEWAY_SUFFIXES, landing_files
+from tokenledger.ingest import GATEWAY_FORMATS
+from tokenledger.landing import landing_files
 
 _RECONCILIATION = dg.AssetKey(["quality", "ingest_reconciliation_daily"])
 
 
 def _day_files(ledger: LedgerResource, schema: str, table: str, context: dg.AssetCheckExecutionContext) -> list[str]:
-    return [str(lake.day_file(ledger.layout.lake, schema, table, day)) for day in days_of(context)]
+    return [literal_path(lake.day_file(ledger.layout.lake, schema, table, day)) for day in days_of(context)]
 
 
 def _validation_metadata(validation: Validation, severity: str) -> dict:
@@ -186,7 +188,7 @@ def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerRes
     now = datetime.now(UTC)
     notes = []
     for day in days_of(context):
-        has_data = bool(landing_files(ledger.layout.gateway_day_dir(day), GATEWAY_SUFFIXES, "gateway log"))
+        has_data = bool(landing_files(ledger.layout.gateway_day_dir(day), GATEWAY_FORMATS, "gateway log"))
         deadline = _day_end(day) + timedelta(hours=ledger.logs_complete_hour_utc)
         notes.append(freshness_verdict(day, now, deadline, has_data, "gateway logs"))
     late = [text for ok, text in notes if not ok]

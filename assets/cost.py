@@ -22,6 +22,7 @@ from tokenledger.cost import (
     build_tenant_showback,
     unbalanced_rows,
 )
+from tokenledger.duck import literal_path
 
 _DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "cost",
           "kinds": {"duckdb", "parquet"}}
@@ -92,7 +93,7 @@ def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerR
                 description="Every day and currency: billed EffectiveCost = allocated + unallocated, within 1e-6.")
 def cost_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
                                  ) -> dg.AssetCheckResult:
-    files = [str(lake.day_file(ledger.layout.lake, "finance", "cost_reconciliation_daily", day))
+    files = [literal_path(lake.day_file(ledger.layout.lake, "finance", "cost_reconciliation_daily", day))
              for day in days_of(context)]
     with duckdb.connect() as con:
         broken = unbalanced_rows(con, files)

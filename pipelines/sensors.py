@@ -14,8 +14,10 @@ import duckdb
 
 from pipelines.jobs import daily_pipeline
 from pipelines.resources import LedgerResource
+from tokenledger.duck import literal_path
 from tokenledger.errors import LedgerError
-from tokenledger.ingest import BILLING_SUFFIXES, GATEWAY_SUFFIXES, landing_files
+from tokenledger.ingest import BILLING_FORMATS, GATEWAY_FORMATS
+from tokenledger.landing import landing_files, newest_mtime
 
 GATEWAY = dg.AssetKey(["core", "gateway_requests"])
 BILLING = dg.AssetKey(["core", "billing_charges"])
@@ -29,15 +31,15 @@ def _materialized_at(instance: dg.DagsterInstance, key: dg.AssetKey, day: date) 
     return records[0].timestamp if records else None
 
 
-def _billing_days(path: str) -> tuple[date, date] | None:
+def _billing_days(path: str, fmt: str) -> tuple[date, date] | None:
     """The first and last UTC day a billing file's charge periods touch (None when none is readable)."""
-    reader = ("read_parquet($f)" if path.endswith(".parquet")
+    reader = ("read_parquet($f)" if fmt == "parquet"
               else "read_csv($f, all_varchar = true, nullstr = ['NULL', ''])")
     try:
         first, last = duckdb.connect().execute(
             "SELECT min(try_cast(ChargePeriodStart AS TIMESTAMP))::DATE, "
             f"max(try_cast(ChargePeriodEnd AS TIMESTAMP) - INTERVAL 1 MICROSECOND)::DATE FROM {reader}",
-            {"f": path}).fetchone()
+            {"f": literal_path(path)}).fetchone()
     except duckdb.Error:
         return None  # unreadable: the next run of its days reports it
     return (first, last) if first and last else None
@@ -55,23 +57,22 @@ def late_days(instance: dg.DagsterInstance, ledger: LedgerResource, today: date 
     late: dict[date, float] = {}
     for day in _recent(instance.get_materialized_partitions(GATEWAY), today):
         try:
-            files = landing_files(layout.gateway_day_dir(day), GATEWAY_SUFFIXES, "gateway log")
-        except LedgerError:
-            continue  # a file the pipeline cannot read: the day's next run reports it
-        newest = max((f.stat().st_mtime for f in files), default=None)
+            newest = newest_mtime(landing_files(layout.gateway_day_dir(day), GATEWAY_FORMATS, "gateway log"))
+        except (LedgerError, OSError):
+            continue  # an entry the pipeline cannot read: the day's next run reports it
         done = _materialized_at(instance, GATEWAY, day)
         if newest and done and newest > done:
             late[day] = max(late.get(day, 0.0), newest)
     billed = _recent(instance.get_materialized_partitions(BILLING), today)
     try:
-        billing_files = landing_files(layout.billing_dir, BILLING_SUFFIXES, "FOCUS billing")
+        billing_files = landing_files(layout.billing_dir, BILLING_FORMATS, "FOCUS billing")
     except LedgerError:
         billing_files = []
-    for path in billing_files:
-        span = _billing_days(str(path))
+    for file in billing_files:
+        span = _billing_days(str(file.path), file.fmt)
         if not span:
             continue
-        mtime = path.stat().st_mtime
+        mtime = file.path.stat().st_mtime
         for day in (d for d in billed if span[0] <= d <= span[1]):
             done = _materialized_at(instance, BILLING, day)
             if done and mtime > done:

@@ -26,7 +26,7 @@ def _write_day(home: Path) -> None:
         request("late", received_at="2026-11-17T00:00:00Z"),                       # line 10
         request("ambiguous", model="moe", deployment_id=...),                      # line 11
         request("no-ttft", ttft_ms=..., queue_ms=...),                             # line 12
-        "",                                                                        # line 13: blank, not a row
+        "",                                                                        # line 13: empty
         request("dup-1", e2e_ms=1000.0),                                           # line 14
         request("dup-2", e2e_ms=1000.0, tenant_id="first-read"),                   # line 15
         request("dup-3", e2e_ms=9000.0, tenant_id="finished-last"),                # line 16
@@ -71,7 +71,7 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
     accepted = {r["request_id"]: r for r in rows(home, "core", "gateway_requests", DAY)}
     quarantined = {(Path(r["file"]).name, r["line"]): r["reason"]
                    for r in rows(home, "quality", "quarantine", DAY, where="source = 'gateway'")}
-    assert set(quarantined) == {("a.jsonl", line) for line in range(2, 13)}
+    assert set(quarantined) == {("a.jsonl", line) for line in range(2, 14)}
     quarantined = {line: reason for (_, line), reason in quarantined.items()}
     assert quarantined == {
         # Every broken rule is listed: -5 is negative, and below the 400 cached tokens too.
@@ -82,17 +82,18 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
         4: "e2e_after_ttft: e2e_ms must not be below ttft_ms (e2e_ms=100.0, ttft_ms=300.0)",
         5: "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled",
         6: "request_id: required but missing",
-        7: "line is not a JSON object (not valid JSON, or not an object)",
+        7: "line is not valid JSON",
         8: "received_at: yesterday is not a valid timestamp",
         9: "output_tokens: many is not a valid integer",
         10: "received_at: 2026-11-17T00:00:00Z falls on 2026-11-17, not on the folder's day 2026-11-16",
         11: "deployment_id: missing, and model moe has 2 deployments in force on 2026-11-16",
         12: "ttft_ms: required when output_tokens > 0",
+        13: "empty line: no record",  # every physical line is counted: an empty one is quarantined, not skipped
     }
-    # Lines 1, 14-23 of a.jsonl, 4 lines of b.jsonl.gz, 2 rows of c.parquet: 23 - 1 blank = 22 + 4 + 2 = 28 read.
+    # 23 lines of a.jsonl, 4 lines of b.jsonl.gz, 2 rows of c.parquet: 29 read; lines 2-13 of a.jsonl quarantined.
     recon = {r["source"]: r for r in rows(home, "quality", "ingest_reconciliation_daily", DAY)}
-    assert recon["gateway"] == {"day": recon["gateway"]["day"], "source": "gateway", "rows_read": 28,
-                                "rows_accepted": 13, "rows_quarantined": 11, "duplicates_merged": 4,
+    assert recon["gateway"] == {"day": recon["gateway"]["day"], "source": "gateway", "rows_read": 29,
+                                "rows_accepted": 13, "rows_quarantined": 12, "duplicates_merged": 4,
                                 "balanced": True}
     statuses: dict[str, int] = {}
     for r in accepted.values():
@@ -159,7 +160,7 @@ def test_a_late_file_is_included_when_the_day_runs_again(home: Path) -> None:
     assert accepted["ok-1"]["tenant_id"] == "late-copy"
     recon = rows(home, "quality", "ingest_reconciliation_daily", DAY, where="source = 'gateway'")[0]
     assert (recon["rows_read"], recon["rows_accepted"], recon["rows_quarantined"], recon["duplicates_merged"]) \
-        == (31, 15, 11, 5)
+        == (32, 15, 12, 5)
 
 
 def test_an_empty_day_publishes_empty_tables(home: Path) -> None:
@@ -197,5 +198,5 @@ def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
     balanced = evaluations["ingest_reconciliation_balanced"]
     assert not balanced.passed
     assert balanced.description == ("quality.ingest_reconciliation_daily does not balance: 2026-11-16 gateway: "
-                                    "read 28 != accepted 14 + quarantined 11 + merged 4")
+                                    "read 29 != accepted 14 + quarantined 12 + merged 4")
     assert not (home / "exports").exists()

@@ -235,7 +235,7 @@ def test_hand_made_run_by_hand(home: Path) -> None:
     assert (run["rows_read"], run["rows_accepted"], run["rows_quarantined"], run["duplicates_merged"]) == (
         127, 122, 4, 1)
     reasons = [q["reason"] for q in run["quarantine_sample"]]
-    assert reasons[0] == "line is not a JSON object (not valid JSON, or not an object)"
+    assert reasons[0] == "line is not valid JSON"
     assert reasons[1] == "model: m8 is not the run's model m70"
     assert reasons[2].startswith("received_at: 2026-11-16T09:59:00") and "outside the run" in reasons[2]
     assert reasons[3].startswith("input_tokens: -1 is below the minimum 0")

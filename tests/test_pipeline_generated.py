@@ -18,7 +18,7 @@ REASON_BY_KIND = {
     "e2e_below_ttft": "e2e_after_ttft: ",
     "unknown_status": "status: ",
     "missing_request_id": "request_id: required but missing",
-    "invalid_json": "line is not a JSON object",
+    "invalid_json": "line is not valid JSON",
     "unparseable_received_at": "received_at: ",
     "non_numeric_output_tokens": "output_tokens: ",
 }

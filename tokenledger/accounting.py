@@ -11,7 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from tokenledger import lake
-from tokenledger.duck import quote_path, run_sql, statement, used_params
+from tokenledger.duck import run_sql, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
@@ -24,7 +24,7 @@ def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
     if not path.is_file():
         raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
                           f"{schema}/{table} first (or run the whole day).")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({quote_path(path)})")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({sql_path(path)})")
 
 
 def attach_inputs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> None:

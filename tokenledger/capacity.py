@@ -24,7 +24,7 @@ import yaml
 from tokenledger import lake
 from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
-from tokenledger.duck import quote_path, statement, used_params
+from tokenledger.duck import sql_path, statement, used_params
 from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
@@ -122,7 +122,7 @@ def attach_loadtest_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, 
             files.append(path)
     if files:
         con.execute("CREATE OR REPLACE TEMP VIEW loadtest_history AS SELECT * FROM read_parquet(["
-                    + ", ".join(quote_path(p) for p in files) + "])")
+                    + ", ".join(sql_path(p) for p in files) + "])")
     else:
         columns = load_contract("core_loadtest_steps").table().columns
         con.execute("CREATE OR REPLACE TEMP VIEW loadtest_history AS SELECT "
@@ -147,7 +147,7 @@ def build_capacity_windows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, w
     version = judge_requests(con, layout, window)
     rows = write_table(con, layout, window, "core", "capacity_windows")
     path = lake.day_file(layout.lake, "core", "capacity_windows", window.day)
-    qualified = con.execute(f"SELECT count(*) FILTER (WHERE qualifies) FROM read_parquet({quote_path(path)})"
+    qualified = con.execute(f"SELECT count(*) FILTER (WHERE qualifies) FROM read_parquet({sql_path(path)})"
                             ).fetchone()[0]
     return {"rows": rows, "windows_qualified": qualified, "slo_version": version}
 
@@ -404,7 +404,7 @@ def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
     if not path.is_file():
         raise LedgerError(f"{schema}.{table} is not published for {window.day} ({path}): the review reports "
                           "published figures only. Run the whole day (tokenledger run) first.")
-    return _rows(con, f"SELECT * FROM read_parquet({quote_path(path)})")
+    return _rows(con, f"SELECT * FROM read_parquet({sql_path(path)})")
 
 
 def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> list[dict[str, Any]]:
@@ -419,7 +419,7 @@ def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
     if not files:
         return []
     return _rows(con, "SELECT day, model, deployment_id, currency, cost_per_mtok_goodput FROM read_parquet(["
-                 + ", ".join(quote_path(p) for p in files) + "], union_by_name = true) ORDER BY day, deployment_id")
+                 + ", ".join(sql_path(p) for p in files) + "], union_by_name = true) ORDER BY day, deployment_id")
 
 
 def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> Review:

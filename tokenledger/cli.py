@@ -111,26 +111,27 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
 
     from tokenledger import lake
     from tokenledger.catalog import PUBLISHED_TABLES
+    from tokenledger.duck import literal_path
 
     con = duckdb.connect()
     print(f"\nPublished to {layout.exports} (Parquet per day; finance also CSV) and {layout.warehouse} (views):")
     for ref in PUBLISHED_TABLES:
         files = [lake.day_file(layout.exports, ref.schema, ref.name, start + timedelta(days=i))
                  for i in range((end - start).days + 1)]
-        present = [str(f) for f in files if f.is_file()]
+        present = [literal_path(f) for f in files if f.is_file()]
         rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": present}).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
     from tokenledger.trend import TREND
 
     trend = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
     if trend.is_file():
-        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": str(trend)}).fetchone()[0]
+        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": literal_path(trend)}).fetchone()[0]
         print(f"  {TREND.qualified:<40} all days {rows:>12,} rows")
     reports = sorted(layout.reports.glob("capacity-review-*.html"))
     if reports:
         print(f"\nCapacity review reports in {layout.reports}: {reports[0].name} ... {reports[-1].name} "
               f"({len(reports)}, each also as .md)")
-    recon = [str(f) for i in range((end - start).days + 1)
+    recon = [literal_path(f) for i in range((end - start).days + 1)
              if (f := lake.day_file(layout.exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
     if recon:

@@ -9,8 +9,10 @@ written. This module reads them and derives:
 
 Supported rule forms, all standard ODCS v3:
 - column: `required`, `logicalTypeOptions` (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
-  `pattern`), a `library` quality rule with metric `invalidValues` and `validValues`, and the custom property
-  `requiredWhen` (a condition on other columns, valid in both SQL and pandas);
+  `pattern`, `maxLength`), a `library` quality rule with metric `invalidValues` and `validValues`, and the custom
+  properties `requiredWhen` (a condition on other columns, valid in both SQL and pandas), `acceptNumbers` (a
+  string column that takes a JSON number as its text, e.g. numeric ids) and `noRawKeys` (a label that must never
+  hold a credential: a value that looks like an API key is rejected and never stored, see `KEY_PATTERNS`);
 - table: `custom` rules with engine `great-expectations` whose implementation is an expectation
   (`expect_column_pair_values_a_to_be_greater_than_b`), and `sql` rules whose query counts violating rows.
   A query of the form `SELECT COUNT(*) FROM <table> WHERE <condition>` is a row rule (each row is judged);
@@ -49,7 +51,14 @@ class Column:
     exclusive_maximum: float | None = None
     pattern: str | None = None
     valid_values: tuple[str, ...] | None = None
+    max_length: int | None = None
+    accept_numbers: bool = False
+    no_raw_keys: bool = False
     description: str = ""
+
+    @property
+    def is_integer(self) -> bool:
+        return self.physical_type.upper() in {"BIGINT", "INTEGER"}
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,9 @@ def _parse_column(prop: dict[str, Any]) -> Column:
         exclusive_maximum=options.get("exclusiveMaximum"),
         pattern=options.get("pattern"),
         valid_values=valid_values,
+        max_length=options.get("maxLength"),
+        accept_numbers=bool(custom.get("acceptNumbers", False)),
+        no_raw_keys=bool(custom.get("noRawKeys", False)),
         description=" ".join(str(prop.get("description", "")).split()),
     )
 
@@ -205,16 +217,61 @@ def sql_literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def typed_expr(col: Column, text: str) -> str:
-    """SQL that turns the text value `text` into the column's type, or NULL when it is missing or malformed."""
+# What a source says a value is, where it says (`<name>__kind` in a text relation): a JSON value's type or a Parquet
+# column's. A relation without kinds (config files, CSV) carries text only, judged as `string`.
+KIND_INTEGER, KIND_FLOAT, KIND_STRING = "integer", "float", "string"
+NON_SCALAR_KINDS = ("object", "array", "boolean", "binary")
+JSON_KIND = ("CASE json_type({v}) WHEN 'VARCHAR' THEN 'string' WHEN 'BIGINT' THEN 'integer' WHEN 'UBIGINT' "
+             "THEN 'integer' WHEN 'DOUBLE' THEN 'float' WHEN 'OBJECT' THEN 'object' WHEN 'ARRAY' THEN 'array' "
+             "WHEN 'BOOLEAN' THEN 'boolean' END")
+
+# Credentials that a `noRawKeys` label must never hold (the contract promises raw keys are never stored). One RE2
+# scan per value, after a length test: no key is shorter than 20 characters. OpenAI (`sk-`, `sk-proj-`) and
+# Anthropic (`sk-ant-`) keys, AWS access key ids, Google API keys, GitHub, Hugging Face, Slack and GitLab tokens,
+# JWTs and bearer headers.
+KEY_PATTERN = (r"sk-[A-Za-z0-9_\-]*[0-9][A-Za-z0-9_\-]*|(AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}"
+               r"|gh[pousr]_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30}|xox[abposr]-[0-9A-Za-z\-]{10}|glpat-[0-9A-Za-z_\-]{20}"
+               r"|eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}|[Bb]earer\s+\S{16}")
+_KEY_MIN_LENGTH = 20
+_PLAIN_INTEGER = r"\s*[+-]?[0-9]+\s*"
+_JSON_NUMBER = r"\s*-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*"
+# Beyond 2^53 a DOUBLE no longer holds every integer: a token count written as 1e17 or 9007199254740993.0 could
+# be off by one, so such values are refused rather than rounded (plain digits are read exactly up to 2^63 - 1).
+_EXACT_DOUBLE_LIMIT = 9007199254740992
+
+
+def _kind(kind: str | None) -> str:
+    return kind or "NULL::VARCHAR"
+
+
+def _from_double(text: str, physical: str) -> str:
+    value = f"try_cast({text} AS DOUBLE)"
+    return (f"CASE WHEN isfinite({value}) AND {value} = trunc({value}) AND abs({value}) <= {_EXACT_DOUBLE_LIMIT} "
+            f"THEN try_cast({value} AS {physical}) END")
+
+
+def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
+    """SQL that turns the text value `text` into the column's type, or NULL when it is missing or malformed.
+
+    Integers are exact: plain digits are cast directly (never through DOUBLE, which rounds past 2^53); a JSON
+    number with a fraction or exponent is accepted only when it is whole and at most 2^53. A value whose kind is
+    object, array, boolean or binary is never a scalar of the contract; a number is text only for a column that
+    `acceptNumbers`.
+    """
     blank = f"({text} IS NULL OR trim({text}) = '')"
     physical = col.physical_type.upper()
-    if physical in {"BIGINT", "INTEGER"}:
-        as_double = f"try_cast({text} AS DOUBLE)"
-        value = f"try_cast({as_double} AS {physical})"
-        return f"(CASE WHEN NOT {blank} AND {as_double} = trunc({as_double}) THEN {value} END)"
+    k = _kind(kind)
+    scalar = f"coalesce({k} NOT IN {tuple(NON_SCALAR_KINDS)!r}, true)"
+    if col.is_integer:
+        return (f"(CASE WHEN {blank} OR NOT {scalar} THEN NULL "
+                f"WHEN {k} = '{KIND_INTEGER}' THEN try_cast({text} AS {physical}) "
+                f"WHEN {k} = '{KIND_FLOAT}' THEN {_from_double(text, physical)} "
+                f"WHEN regexp_full_match({text}, '{_PLAIN_INTEGER}') THEN try_cast(trim({text}) AS {physical}) "
+                f"WHEN regexp_full_match({text}, '{_JSON_NUMBER}') THEN {_from_double(text, physical)} END)")
     if physical == "DOUBLE":
-        return f"(CASE WHEN NOT {blank} AND isfinite(try_cast({text} AS DOUBLE)) THEN try_cast({text} AS DOUBLE) END)"
+        value = f"try_cast({text} AS DOUBLE)"
+        numeric = (f"({k} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') OR regexp_full_match({text}, '{_JSON_NUMBER}'))")
+        return f"(CASE WHEN NOT {blank} AND {scalar} AND {numeric} AND isfinite({value}) THEN {value} END)"
     if physical == "JSON":
         return (f"(CASE WHEN NOT {blank} AND json_valid({text}) AND json_type({text}) = 'OBJECT' "
                 f"THEN {text}::JSON END)")
@@ -223,26 +280,66 @@ def typed_expr(col: Column, text: str) -> str:
         return (f"(CASE WHEN NOT {blank} AND json_valid({text}) AND json_type({text}) = 'ARRAY' "
                 f"THEN try_cast(from_json({text}, '[\"{element}\"]') AS {physical}) END)")
     if physical == "VARCHAR":
-        return f"(CASE WHEN NOT {blank} THEN {text} END)"
-    return f"(CASE WHEN NOT {blank} THEN try_cast({text} AS {physical}) END)"
+        numbers_ok = "true" if col.accept_numbers else f"coalesce({k} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)"
+        return f"(CASE WHEN NOT {blank} AND {scalar} AND {numbers_ok} THEN {text} END)"
+    return f"(CASE WHEN NOT {blank} AND {scalar} THEN try_cast({text} AS {physical}) END)"
 
 
-def typed_select(table: Table, text_columns: dict[str, str] | None = None) -> list[str]:
-    """Select-list items typing every column of `table` from its text column (default `<name>__text`)."""
+def typed_select(table: Table, text_columns: dict[str, str] | None = None, kinds: bool = False) -> list[str]:
+    """Select-list items typing every column of `table` from its text column (default `<name>__text`) and, when
+    the relation reports them, its value kind (`<name>__kind`)."""
     text_columns = text_columns or {}
-    return [f"{typed_expr(c, text_columns.get(c.name, f'{c.name}__text'))} AS {c.name}" for c in table.columns]
+    return [f"{typed_expr(c, text_columns.get(c.name, f'{c.name}__text'), f'{c.name}__kind' if kinds else None)} "
+            f"AS {c.name}" for c in table.columns]
 
 
-def _column_reasons(col: Column, text: str) -> str:
-    """One SQL CASE giving the first broken rule of a column as a phrase naming field, rule and value, or NULL."""
-    shown = f"left({text}, 80)"
+def _key_like(text: str) -> str:
+    return f"(length({text}) >= {_KEY_MIN_LENGTH} AND regexp_matches({text}, {sql_literal(KEY_PATTERN)}))"
+
+
+def raw_text(col: Column, text: str, kind: str | None = None) -> str:
+    """The text of a value as the quarantine may keep it: never a JSON object or array (prompt text could ride in
+    one), never a value that looks like a key, and at most 80 characters of a value beyond its maximum length."""
+    k = _kind(kind)
+    parts = [f"WHEN {k} IN ('object', 'array') THEN format('[a JSON {{}} was here, not kept]', {k})",
+             f"WHEN {k} = 'binary' THEN '[binary data, not kept]'"]
+    if col.no_raw_keys:
+        parts.append(f"WHEN {_key_like(text)} THEN '[looks like an API key, not kept]'")
+    if col.max_length is not None:
+        parts.append(f"WHEN length({text}) > {int(col.max_length)} "
+                     f"THEN left({text}, 80) || format('... [{{}} characters, not kept]', length({text}))")
+    return f"(CASE {' '.join(parts)} ELSE {text} END)"
+
+
+def _column_reasons(col: Column, text: str, kind: str | None = None) -> str:
+    """One SQL CASE giving the first broken rule of a column as a phrase naming field, rule and value, or NULL.
+
+    The value shown is the kept form (`raw_text`), so a reason never repeats what the quarantine may not keep.
+    """
+    shown = f"left({raw_text(col, text, kind)}, 80)"
     n = col.name
+    k = _kind(kind)
     blank = f"({text} IS NULL OR trim({text}) = '')"
-    branches = []
+    branches = [f"WHEN {k} IN {tuple(NON_SCALAR_KINDS)!r} "
+                f"THEN format('{n}: a JSON {{}} is not a valid {col.logical_type}', {k})"]
     if col.required:
         branches.append(f"WHEN {blank} THEN {sql_literal(f'{n}: required but missing')}")
     else:
         branches.append(f"WHEN {blank} THEN NULL")
+    if col.physical_type.upper() == "VARCHAR" and not col.accept_numbers:
+        branches.append(f"WHEN {k} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') "
+                        f"THEN format('{n}: the number {{}} is not text (write it as a JSON string)', {shown})")
+    if col.no_raw_keys:
+        branches.append(f"WHEN {_key_like(text)} THEN '{n}: looks like a raw API key, which is never stored; "
+                        "log a key alias or team name instead'")
+    if col.max_length is not None:
+        branches.append(f"WHEN length({text}) > {int(col.max_length)} THEN format('{n}: {{}} characters, above "
+                        f"the maximum length {int(col.max_length)}', length({text}))")
+    if col.is_integer:
+        branches.append(f"WHEN {n} IS NULL AND regexp_full_match({text}, '{_JSON_NUMBER}') "
+                        f"AND try_cast({text} AS DOUBLE) = trunc(try_cast({text} AS DOUBLE)) "
+                        f"THEN format('{n}: {{}} is beyond the integers tokenledger reads exactly (up to 2^63 - 1 "
+                        f"written as digits, 2^53 with a fraction or exponent)', {shown})")
     branches.append(f"WHEN {n} IS NULL THEN format('{n}: {{}} is not a valid {col.logical_type}', {shown})")
     bounds = [
         (col.minimum, "<", "below the minimum"),
@@ -278,39 +375,60 @@ def _rule_reason(rule: RowRule) -> str:
 
 
 def violation_reasons(table: Table, text_columns: dict[str, str] | None = None,
-                      severities: tuple[str, ...] = ("error",)) -> str:
+                      severities: tuple[str, ...] = ("error",), kinds: bool = False) -> str:
     """SQL for one VARCHAR: every broken rule of the row joined by '; ', NULL when the row is valid.
 
-    Evaluated over a relation holding both the typed columns (by name) and their text (`<name>__text`).
+    Evaluated over a relation holding both the typed columns (by name) and their text (`<name>__text`), and their
+    value kinds (`<name>__kind`) when `kinds`.
     """
     text_columns = text_columns or {}
-    parts = [_column_reasons(c, text_columns.get(c.name, f"{c.name}__text")) for c in table.columns]
+    parts = [_column_reasons(c, text_columns.get(c.name, f"{c.name}__text"), f"{c.name}__kind" if kinds else None)
+             for c in table.columns]
     parts += [_rule_reason(r) for r in table.row_rules if r.severity in severities]
     return "nullif(concat_ws('; ', " + ", ".join(parts) + "), '')"
 
 
 def struct_spec(table: Table) -> str:
-    """The json_transform structure that reads every contract column of a JSON object as text."""
-    return "{" + ", ".join(f'"{c.name}": "VARCHAR"' for c in table.columns) + "}"
+    """The json_transform structure that reads every contract column of a JSON object as a JSON value, so that
+    its JSON type (string, number, object...) is known beside its text."""
+    return "{" + ", ".join(f'"{c.name}": "JSON"' for c in table.columns) + "}"
 
 
-def validation_query(table: Table, text_relation: str, passthrough: list[str],
-                     gate: tuple[str, str] | None = None) -> str:
-    """Type and judge every row of `text_relation`, which holds `<name>__text` for each contract column.
+def json_text_columns(table: Table, struct: str) -> str:
+    """Select-list items `<name>__text, <name>__kind` for every contract column from `struct`, the result of
+    json_transform(..., struct_spec(table)): a string's value, a number's digits as written, and NULL text for
+    anything else (its kind says what it was)."""
+    items = []
+    for c in table.columns:
+        value = f"{struct}.{c.name}"
+        kind = JSON_KIND.format(v=value)
+        items.append(f"CASE json_type({value}) WHEN 'VARCHAR' THEN {value} ->> '$' "
+                     f"WHEN 'BIGINT' THEN {value}::VARCHAR WHEN 'UBIGINT' THEN {value}::VARCHAR "
+                     f"WHEN 'DOUBLE' THEN {value}::VARCHAR END AS {c.name}__text")
+        items.append(f"{kind} AS {c.name}__kind")
+    return ", ".join(items)
 
-    Returns `passthrough` columns, the typed contract columns, `raw` (the row's contract fields as JSON text:
-    nothing outside the contract is ever kept) and `reason` (NULL for a valid row). `gate` is an optional
-    (boolean column, reason) checked first, e.g. that a line is a JSON object at all.
+
+def validation_query(table: Table, text_relation: str, passthrough: list[str], gate: str | None = None,
+                     kinds: bool = False) -> str:
+    """Type and judge every row of `text_relation`, which holds `<name>__text` for each contract column (and
+    `<name>__kind` when `kinds`).
+
+    Returns `passthrough` columns, the typed contract columns, `raw` (the row's contract fields as JSON text, in
+    the form `raw_text` may keep: nothing outside the contract, no JSON object, no key) and `reason` (NULL for a
+    valid row). `gate` is an optional column of the relation giving why a row cannot be judged at all (e.g. a
+    line that is not a JSON object), NULL when it can; such a row keeps no raw fields.
     """
-    reason = violation_reasons(table)
-    raw_fields = ", ".join(f"{sql_literal(c)}, {c}__text" for c in table.column_names)
+    reason = violation_reasons(table, kinds=kinds)
+    raw_fields = ", ".join(
+        f"{sql_literal(c.name)}, {raw_text(c, f'{c.name}__text', f'{c.name}__kind' if kinds else None)}"
+        for c in table.columns)
     raw = f"json_object({raw_fields})::VARCHAR"
     if gate:
-        column, message = gate
-        reason = f"CASE WHEN NOT {column} THEN {sql_literal(message)} ELSE {reason} END"
-        raw = f"CASE WHEN {column} THEN {raw} END"
+        reason = f"CASE WHEN {gate} IS NOT NULL THEN {gate} ELSE {reason} END"
+        raw = f"CASE WHEN {gate} IS NULL THEN {raw} END"
     keep = ", ".join(passthrough)
     return (
         f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, {reason} AS reason "
-        f"FROM (SELECT *, {', '.join(typed_select(table))} FROM ({text_relation}))"
+        f"FROM (SELECT *, {', '.join(typed_select(table, kinds=kinds))} FROM ({text_relation}))"
     )

@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 
 from tokenledger import lake
-from tokenledger.duck import quote_path, run_sql, statement, used_params
+from tokenledger.duck import run_sql, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
@@ -46,7 +46,7 @@ def attach(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
         if not path.is_file():
             raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
                               f"{schema}/{table} first (or run the whole day).")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({quote_path(path)})")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({sql_path(path)})")
 
 
 def cost_policy_in_force(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> str:
@@ -142,7 +142,7 @@ def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout
     cost_policy_in_force(con, layout, window)
     rows = _write(con, layout, window, "finance", "cost_reconciliation_daily")
     path = lake.day_file(layout.lake, "finance", "cost_reconciliation_daily", window.day)
-    unbalanced = con.execute(f"SELECT count(*) FILTER (WHERE NOT balanced) FROM read_parquet({quote_path(path)})"
+    unbalanced = con.execute(f"SELECT count(*) FILTER (WHERE NOT balanced) FROM read_parquet({sql_path(path)})"
                              ).fetchone()[0]
     return {"rows": rows, "unbalanced_currencies": unbalanced}
 

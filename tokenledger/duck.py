@@ -30,7 +30,7 @@ def compute_connection(spill_dir: Path, memory_limit: str = "4GB", threads: int 
     con = duckdb.connect(":memory:", config=config)
     try:
         # Naive timestamps in the inputs are UTC; without this DuckDB would read them in the machine's zone.
-        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET TimeZone = 'UTC'").fetchall()
         yield con
     finally:
         con.close()
@@ -48,9 +48,15 @@ def used_params(text: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def statement(name: str, **fmt: str) -> str:
-    """sql/<name>.sql, with `{placeholders}` filled by identifiers (never by values: those are parameters)."""
+    """sql/<name>.sql, with each `{placeholder}` named in `fmt` filled by an identifier or a generated SQL
+    fragment (never by a value: values are parameters). Other braces (format('{}', ...)) are left alone."""
     text = sql_text(name)
-    return text.format(**fmt) if fmt else text
+    if not fmt:
+        return text
+    missing = sorted(set(fmt) - set(re.findall(r"\{(\w+)\}", text)))
+    if missing:
+        raise KeyError(f"sql/{name}.sql has no placeholder {', '.join(missing)}")
+    return re.sub(r"\{(\w+)\}", lambda m: fmt.get(m.group(1), m.group(0)), text)
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None,
@@ -61,5 +67,25 @@ def run_sql(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any]
 
 
 def quote_path(path: Path | str) -> str:
-    """A file path as a SQL string literal, for statements (COPY ... TO) that cannot take a parameter there."""
+    """A path to write (COPY ... TO), as a SQL string literal. Never for a path to read: see `sql_path`."""
     return "'" + str(path).replace("'", "''") + "'"
+
+
+# DuckDB expands `*`, `?` and `[` in any path it reads, even one file's: a file named `zz-*.jsonl` would read its
+# neighbours, a home under `/data/ho?me` another home. Escaped as one-character classes they match only themselves.
+_GLOB_ESCAPES = str.maketrans({"[": "[[]", "*": "[*]", "?": "[?]"})
+
+
+def literal_path(path: Path | str) -> str:
+    """`path` as DuckDB's readers must be given it (as a parameter or in a list) to read that file and no other."""
+    return str(path).translate(_GLOB_ESCAPES)
+
+
+def sql_path(path: Path | str) -> str:
+    """A path to read, as a SQL string literal (for a reader written into a statement rather than bound)."""
+    return "'" + literal_path(path).replace("'", "''") + "'"
+
+
+def glob_path(root: Path | str, pattern: str) -> str:
+    """A glob for DuckDB: the folder `root` read literally, then the wildcard `pattern` below it."""
+    return literal_path(root).rstrip("/") + "/" + pattern

@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from tokenledger.contracts import Column, Table
-from tokenledger.duck import quote_path
+from tokenledger.duck import sql_path
 
 CRITICAL = "critical"
 WARNING = "warning"
@@ -215,7 +215,7 @@ def _gx_select(table: Table, actual: dict[str, str]) -> str:
 
 
 def _source(files: list[str]) -> str:
-    return f"read_parquet([{', '.join(quote_path(f) for f in files)}], union_by_name = true)"
+    return f"read_parquet([{', '.join(sql_path(f) for f in files)}], union_by_name = true)"
 
 
 def validate_files(con: duckdb.DuckDBPyConnection, name: str, table: Table, files: list[Path | str],

@@ -39,9 +39,10 @@ from tokenledger.config import (
     read_yaml,
 )
 from tokenledger.contracts import load_contract
-from tokenledger.duck import quote_path, statement, used_params
+from tokenledger.duck import sql_path, statement, used_params
 from tokenledger.errors import ConfigError, InputFileError
-from tokenledger.ingest import GATEWAY_SUFFIXES, DayWindow, landing_files, stage_gateway_files
+from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, stage_gateway_files
+from tokenledger.landing import landing_files
 from tokenledger.paths import HomeLayout
 
 RUN_FILE = "run.yaml"
@@ -176,21 +177,21 @@ def _resolve_deployment(con: duckdb.DuckDBPyConnection, layout: HomeLayout, run:
 
 def _ingest_requests(con: duckdb.DuckDBPyConnection, run: LoadtestRun, stage: Path) -> RunIngest:
     """Type, judge and de-duplicate the run's request files; creates the view day_requests (accepted requests)."""
-    files = [p for p in landing_files(run.folder, GATEWAY_SUFFIXES + (RUN_FILE,), "load-test request")
-             if p.name != RUN_FILE]
+    files = [f for f in landing_files(run.folder, {**GATEWAY_FORMATS, RUN_FILE: "yaml"}, "load-test request")
+             if f.fmt != "yaml"]
     if not files:
-        raise InputFileError(f"{run.folder}: the run has no request files ({', '.join(GATEWAY_SUFFIXES)} in the "
+        raise InputFileError(f"{run.folder}: the run has no request files ({', '.join(GATEWAY_FORMATS)} in the "
                              "gateway_request contract). Add them beside run.yaml and re-run.")
     staged = stage_gateway_files(con, files, stage / "requests")
     con.execute("CREATE OR REPLACE TEMP VIEW staged_loadtest AS SELECT * FROM read_parquet(["
-                + ", ".join(quote_path(p) for p in staged) + "])")
+                + ", ".join(sql_path(p) for p in staged) + "])")
     checked = stage / "checked.parquet"
     lake.write_query(con, statement("loadtest_checked"), checked)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW checked_gateway AS SELECT * FROM read_parquet({quote_path(checked)})")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW checked_gateway AS SELECT * FROM read_parquet({sql_path(checked)})")
     con.execute("CREATE OR REPLACE TEMP TABLE gateway_duplicates AS " + statement("gateway_duplicates"))
     accepted_file = stage / "requests.parquet"
     accepted = lake.write_query(con, statement("gateway_requests"), accepted_file, {"day": run.day})
-    con.execute(f"CREATE OR REPLACE TEMP VIEW day_requests AS SELECT * FROM read_parquet({quote_path(accepted_file)})")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW day_requests AS SELECT * FROM read_parquet({sql_path(accepted_file)})")
     rows_read, quarantined = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE reason IS NOT NULL) FROM checked_gateway").fetchone()
     merged = con.execute("SELECT coalesce(sum(merged), 0) FROM gateway_duplicates").fetchone()[0]

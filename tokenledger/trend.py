@@ -10,7 +10,7 @@ import duckdb
 from tokenledger import lake
 from tokenledger.catalog import TableRef
 from tokenledger.contracts import load_contract
-from tokenledger.duck import quote_path, statement
+from tokenledger.duck import literal_path, sql_path, statement
 from tokenledger.expectations import CRITICAL, Validation, validate_files
 from tokenledger.paths import HomeLayout
 from tokenledger.publishing import exclusive
@@ -36,8 +36,8 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
     target = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
     table = load_contract(TREND.contract_id).table()
     with exclusive(target.parent / ".lock"):
-        files = {param: sorted(str(p) for p in (layout.exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
-                 for param, (schema, name) in SOURCES.items()}
+        files = {param: sorted(literal_path(p) for p in (layout.exports / schema / name).glob(
+                     f"day=*/{lake.DATA_FILE}")) for param, (schema, name) in SOURCES.items()}
         if all(files.values()):
             query, params = statement("capacity_trend"), files
         else:  # nothing published yet: an empty table of the contract's shape
@@ -46,7 +46,7 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
         tmp, rows = lake.stage_query(con, query, target, params)
         try:
             validation = validate_files(con, TREND.qualified, table, [tmp])
-            days = con.execute(f"SELECT count(DISTINCT day) FROM read_parquet({quote_path(tmp)})").fetchone()[0]
+            days = con.execute(f"SELECT count(DISTINCT day) FROM read_parquet({sql_path(tmp)})").fetchone()[0]
             if not validation.failed(CRITICAL):
                 os.replace(tmp, target)
         finally:

@@ -1,0 +1,16 @@
+-- Every physical line of one JSON Lines file, as read by tokenledger/lines.py (`{lines}`: source_line, the line's
+-- bytes, and a problem the reader already found), with its text and, when it cannot be a request record, why.
+-- Nothing is filtered: a line that is not UTF-8, holds NUL bytes, is empty or is not a JSON object is a row whose
+-- line_problem says so, and is quarantined with its number.
+SELECT
+    source_line,
+    text,
+    CASE
+        WHEN problem IS NOT NULL THEN problem
+        WHEN text IS NULL THEN 'not UTF-8 text: save the file as UTF-8'
+        WHEN contains(text, chr(0)) THEN 'holds NUL bytes, which JSON text never does'
+        WHEN trim(text, ' ' || chr(9) || chr(13) || chr(10)) = '' THEN 'empty line: no record'
+        WHEN NOT json_valid(text) THEN 'line is not valid JSON'
+        WHEN json_type(text) <> 'OBJECT' THEN format('line is a JSON {}, not an object', lower(json_type(text)))
+    END AS line_problem
+FROM (SELECT source_line, problem, try(decode(line)) AS text FROM {lines})
