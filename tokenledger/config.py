@@ -47,6 +47,15 @@ class _Mapping(dict):
 
 class _LineLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Mapping:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:  # before merges (<<) are flattened in: only keys written here
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in one mapping (lines "
+                        f"{seen[key_node.value]} and {line}); only one can be meant", key_node.start_mark)
+                seen[key_node.value] = line
         mapping = _Mapping(super().construct_mapping(node, deep=True))
         mapping.line = node.start_mark.line + 1
         mapping.key_lines = {}
@@ -59,12 +68,63 @@ class _LineLoader(yaml.SafeLoader):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
 
 
+# A configuration file is a few hundred entries. YAML aliases let a few kilobytes stand for billions of nodes
+# (each alias repeats a whole subtree, and aliases nest): the expanded document is bounded before it is built.
+MAX_EXPANDED_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node, path: Path) -> int:
+    """How many nodes the document has once every alias is expanded (an alias counts its whole subtree)."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            on_path.discard(key)
+            sizes[key] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED_NODES + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{path} line {node.start_mark.line + 1}: an alias refers to a node that contains "
+                              "it, so the document never ends. Write the entry out, then re-run.")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file, turning a syntax error into a message with the file, line and column."""
+    """Parse a YAML file, turning a syntax error into a message with the file, line and column.
+
+    Aliases are allowed (`<<: *base` is a common way to write versions), but the document they expand to is
+    bounded by MAX_EXPANDED_NODES before anything is built, so a few kilobytes of nested aliases cannot exhaust
+    memory. A key written twice in one mapping is an error rather than a silent overwrite.
+    """
     if not path.is_file():
         raise ConfigError(f"{path} is missing (formats: docs/configuration.md).")
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
+        loader = _LineLoader(path.read_text(encoding="utf-8"))
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            expanded = _expanded_nodes(node, path)
+            if expanded > MAX_EXPANDED_NODES:
+                raise ConfigError(
+                    f"{path}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a configuration "
+                    "has a few thousand at most), so it is refused unread. Write the entries out without nested "
+                    "aliases, then re-run.")
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -93,7 +153,9 @@ def _line(obj: Any, fallback: int = 0) -> int:
 
 def _require_mapping(obj: Any, path: Path, what: str, line: int = 0) -> _Mapping:
     if not isinstance(obj, dict):
-        raise ConfigError(f"{path} line {line or _line(obj)}: {what} must be a mapping, found {type(obj).__name__}.")
+        found = "nothing" if obj is None else f"a {type(obj).__name__}"
+        raise ConfigError(f"{path} line {line or _line(obj)}: {what} must be a mapping, found {found}. "
+                          "Formats: docs/configuration.md.")
     return obj  # type: ignore[return-value]
 
 
@@ -137,6 +199,7 @@ class _Rows:
 
 def flatten_deployments(path: Path) -> list[_Rows]:
     doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    _check_keys(doc, {"deployments"}, path, "deployments.yaml")
     contract = load_contract("deployments").table()
     out = _Rows("deployments", path, [], [])
     entries = _require_list(doc.get("deployments"), path, "deployments", _line(doc, 1))
@@ -151,6 +214,7 @@ def flatten_deployments(path: Path) -> list[_Rows]:
 
 def flatten_slo(path: Path) -> list[_Rows]:
     doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    _check_keys(doc, {"versions"}, path, "slo.yaml")
     policy = _Rows("slo_policy", path, [], [])
     buckets = _Rows("slo_isl_bucket", path, [], [])
     for version in _require_list(doc.get("versions"), path, "versions", _line(doc, 1)):
@@ -183,6 +247,7 @@ def flatten_slo(path: Path) -> list[_Rows]:
 
 def flatten_costs(path: Path) -> list[_Rows]:
     doc = _require_mapping(read_yaml(path), path, "the file", 1)
+    _check_keys(doc, {"versions"}, path, "costs.yaml")
     policy = _Rows("cost_policy", path, [], [])
     rules = _Rows("cost_category_rule", path, [], [])
     prices = _Rows("list_price", path, [], [])
