@@ -21,6 +21,7 @@ from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
+from tokenledger.faults import failpoint
 from tokenledger.ingest import GATEWAY_FORMATS
 from tokenledger.landing import landing_files
 
@@ -47,6 +48,7 @@ def _contract_checks(ref: TableRef) -> list[dg.AssetChecksDefinition]:
     contract_file = f"data_contracts/{ref.contract_id}.odcs.yaml"
 
     def validate(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> Validation:
+        failpoint(f"checks:{ref.qualified}")
         files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
         with ledger.compute() as (con, _scratch):
             return validate_days(con, ref.qualified, table, files)
@@ -125,7 +127,10 @@ def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: 
     return dg.AssetCheckResult(
         passed=not over,
         description=(f"too many rows quarantined (limit {limit:.2%}): " + "; ".join(examples[:5]) +
-                     ". See quality.quarantine for file, line and reason; fix the source and re-run the day."
+                     ". The day was not published. File, line and reason of each row: "
+                     + ", ".join(str(lake.day_file(ledger.layout.lake, "quality", "quarantine", d))
+                                 for d in sorted({d for d, *_ in over}))
+                     + " (the warehouse view quality.quarantine_pending). Fix the source and re-run the day."
                      if over else f"every source within {limit:.2%} quarantined"),
         metadata={"sources_over_limit": len(over), "max_quarantine_share": limit},
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import duckdb
 from pipelines.partitions import days_of
 from pipelines.resources import LedgerResource
 from tokenledger.config import load_config
-from tokenledger.errors import LedgerError
+from tokenledger.errors import LedgerError, environment_problem
 from tokenledger.ingest import DayWindow
 
 DayFn = Callable[[duckdb.DuckDBPyConnection, DayWindow, Path], dict[str, Any]]
@@ -35,10 +36,28 @@ def for_each_day(context: dg.AssetExecutionContext, ledger: LedgerResource, fn: 
             for day in days:
                 per_day[day] = fn(con, DayWindow(day), scratch / day.isoformat())
                 context.log.info(f"{context.asset_key.to_user_string()} {day}: {per_day[day]}")
-    except LedgerError as exc:
+    except (LedgerError, OSError, duckdb.Error) as exc:
         failed = days[len(per_day)] if len(per_day) < len(days) else days[-1]
-        raise dg.Failure(description=f"{failed}: {exc}", allow_retries=False) from None
+        raise_as_failure(exc, f"{failed}: ", f"{context.asset_key.to_user_string()} computed {failed}")
     return dg.MaterializeResult(metadata=_summary(per_day))
+
+
+def raise_as_failure(exc: Exception, prefix: str, doing: str) -> None:
+    """Re-raise a user's problem (their data, or their machine: a full disk, an unwritable folder) as a Dagster
+    Failure carrying only its message; anything else is a bug and keeps its traceback."""
+    problem = exc if isinstance(exc, LedgerError) else environment_problem(exc, doing)
+    if problem is None:
+        raise exc
+    raise dg.Failure(description=f"{prefix}{problem}", allow_retries=False) from None
+
+
+@contextmanager
+def user_errors(doing: str, prefix: str = "") -> Iterator[None]:
+    """Turn a user's problem raised in the block into a Dagster Failure with its message (see raise_as_failure)."""
+    try:
+        yield
+    except (LedgerError, OSError, duckdb.Error) as exc:
+        raise_as_failure(exc, prefix, doing)
 
 
 def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Publishing: a day's tables reach exports/ and the warehouse only after everything upstream of them passed.
 
-Each table's day is one Parquet file (finance tables also CSV). All of a day's files are staged under temporary
-names, then renamed over the previous versions together, then a manifest is written (tokenledger/publishing.py),
-so a reader sees the old day or the new day, never half a file or nothing (spec/published.md).
+The run's days are staged (each table's day file, finance also as a formula-safe CSV, the core tables and a
+manifest), then published together in one switch of `.published/current` (tokenledger/publishing.py), so a
+reader sees the old days or the new ones, never a mix or nothing (spec/published.md). The warehouse views read
+through that switch and are rewritten only when the set of tables changes (tokenledger/warehouse.py).
 """
 
 
@@ -12,38 +13,57 @@ import duckdb
 from assets.accounting import goodput_hourly, slo_daily, token_split_daily, token_split_hourly
 from assets.capacity import capacity_daily, capacity_plan_daily, load_hourly
 from assets.cost import cost_per_mtok_daily, cost_reconciliation_daily, tenant_showback_daily
-from assets.daily import for_each_day
+from assets.daily import for_each_day, user_errors
 from assets.quality import ingest_reconciliation_daily, quarantine
-from pipelines.partitions import daily_partitions, single_run
+from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
-from tokenledger.catalog import PUBLISHED_TABLES
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
+from tokenledger.faults import failpoint
 from tokenledger.ingest import DayWindow
-from tokenledger.publishing import publish_day
+from tokenledger.publishing import Staging, publish_files, stage_day, verify_day
 from tokenledger.warehouse import refresh_views
 
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
                     capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
                     cost_reconciliation_daily, load_hourly, capacity_plan_daily]
+_VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
+                           description="The warehouse views could be refreshed (another process holding "
+                                       "warehouse.duckdb for writing prevents it).")
 
 
 @dg.asset(key=["publish", "exports"], deps=PUBLISHED_ASSETS, partitions_def=daily_partitions,
-          backfill_policy=single_run, group_name="publish", kinds={"parquet", "csv", "duckdb"})
-def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The day's published tables in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/ and the
-    warehouse views over them. Grain: day x published table. Definition: spec/published.md."""
+          backfill_policy=single_run, group_name="publish", kinds={"parquet", "csv", "duckdb"},
+          check_specs=[_VIEWS])
+def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource):
+    """The run's days of every published table in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/, the
+    core tables behind the warehouse's core views, and a manifest per day, switched in together.
+    Grain: day x published table. Definition: spec/published.md."""
     layout = ledger.layout
+    staging = Staging(layout)
 
-    def publish(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch) -> dict[str, int]:
-        files = publish_day(con, layout, window.day, PUBLISHED_TABLES, context.run_id)
-        return {"files_published": len(files), "rows_published": sum(f.rows for f in files)}
+    def stage(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch) -> dict[str, int]:
+        files = stage_day(con, layout, staging, window.day, PUBLISHED_TABLES, CORE_TABLES, context.run_id)
+        return {"files_published": len(files), "rows_published": sum(f.rows for f in files if f.path.endswith(
+            ".parquet"))}
 
-    result = for_each_day(context, ledger, publish)
     try:
-        with ledger.warehouse().get_connection() as con:
-            views = refresh_views(con, layout)
-        context.log.info(f"warehouse {layout.warehouse}: views {', '.join(views)}")
-    except duckdb.Error as exc:
-        # The exports are already published; views read them by glob, so new days show up without a refresh.
-        context.log.warning(f"could not refresh the views in {layout.warehouse} ({exc}); is it open for writing "
-                            "in another process? The exports are published; views refresh on the next run.")
-    return result
+        result = for_each_day(context, ledger, stage)
+        with user_errors(f"publishing to {layout.published}"):
+            failpoint("publish:staged")
+            version = publish_files(layout, staging)
+    finally:
+        staging.discard()
+    # The manifest is checked against what readers now see: it catches a disk that does not hold what was written.
+    damaged = {str(day): problems for day in days_of(context) if (problems := verify_day(layout, day))}
+    if damaged:
+        raise dg.Failure(f"published files differ from their manifests right after publishing: {damaged}. Check "
+                         f"the disk holding {layout.published}, then re-run these days.", allow_retries=False)
+    context.log.info(f"published version {version.name}: {layout.exports}")
+    views = refresh_views(layout, ledger.warehouse())
+    if views.problem:
+        context.log.warning(views.problem)
+    yield dg.MaterializeResult(metadata={**result.metadata, "version": version.name})
+    yield dg.AssetCheckResult(check_name="warehouse_views", passed=views.problem is None,
+                              severity=dg.AssetCheckSeverity.WARN,
+                              description=views.problem or (f"{len(views.views)} views " + (
+                                  "refreshed" if views.refreshed else "already current")))

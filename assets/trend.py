@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from assets.daily import user_errors
 from assets.publish import published_exports
 from pipelines.partitions import single_run
 from pipelines.resources import LedgerResource
@@ -21,7 +22,7 @@ def capacity_trend(context: dg.AssetExecutionContext, ledger: LedgerResource):
     finance.cost_per_mtok_daily, infra.capacity_daily and infra.slo_daily. A missing day is not a zero: windows
     are calendar windows over the days that exist. Definition: spec/published.md; docs/decisions.md (Trends).
     """
-    with ledger.compute() as (con, _scratch):
+    with user_errors(f"rebuilding {TREND.qualified}"), ledger.compute() as (con, _scratch):
         outcome = rebuild_trend(con, ledger.layout)
     passed = not outcome.validation.failed(CRITICAL)
     yield dg.MaterializeResult(

@@ -8,13 +8,20 @@ from datetime import UTC, date, timedelta
 
 import dagster as dg
 
+from tokenledger.errors import ConfigError
+
 # single_run backfills are what `dagster asset materialize --partition-range` needs; the beta notice is noise.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 # The first day a backfill may reach. Settable because the partition list is fixed when definitions load.
 START_DATE = os.getenv("TOKENLEDGER_START_DATE", "2024-01-01")
+try:
+    FIRST_DAY = date.fromisoformat(START_DATE)
+except ValueError:
+    raise ConfigError(f"TOKENLEDGER_START_DATE={START_DATE!r} is not a date: write the first day partitions may "
+                      "reach as YYYY-MM-DD (for example 2024-01-01), or unset it.") from None
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=START_DATE, timezone="UTC")
+daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY.isoformat(), timezone="UTC")
 
 # One run per range: a backfill of a year is one run per asset, not 365 (the range is walked day by day).
 single_run = dg.BackfillPolicy.single_run()

@@ -8,18 +8,21 @@ overridden on its own (`TOKENLEDGER_RAW_DIR`, `TOKENLEDGER_CONFIG_DIR`, `TOKENLE
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
 import duckdb
-from dagster_duckdb import DuckDBResource
+from pydantic import PrivateAttr
 
 from tokenledger.duck import compute_connection
+from tokenledger.errors import LedgerError
+from tokenledger.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
 from tokenledger.paths import HomeLayout
+from tokenledger.warehouse import WarehouseResource
 
 OPTIONAL_DIRS = {
     "raw_dir": "TOKENLEDGER_RAW_DIR",
@@ -48,6 +51,35 @@ class LedgerResource(dg.ConfigurableResource):
     logs_complete_hour_utc: int = 4
     billing_complete_after_hours: int = 36
 
+    _held: ExitStack | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """At a run's start: clean up after killed runs, record this run, and lock the run's days so that
+        another run of the same day waits instead of interleaving its files with this one's."""
+        run = context.dagster_run
+        if run is None or not Path(self.home).expanduser().is_dir():
+            return
+        layout = self.layout
+        days = run_days(run.tags)
+        try:
+            fail_dead_runs(layout, context.instance)
+            clean_orphans(layout, days)
+            held = ExitStack()
+            record = register_run(layout, run.run_id)
+            held.callback(record.unlink, missing_ok=True)
+            held.enter_context(day_locks(
+                layout, days, waiting=lambda day: context.log.info(
+                    f"another run of {day} is in progress; waiting for it to finish before computing the day")))
+        except OSError as exc:
+            raise LedgerError(f"cannot prepare {layout.home} for a run ({exc.strerror}: {exc.filename}). Check "
+                              "that the home is writable and its disk is not full, then re-run.") from None
+        self._held = held
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
     @property
     def layout(self) -> HomeLayout:
         return HomeLayout.of(self.home, raw=self.raw_dir, config=self.config_dir, warehouse=self.warehouse_path,
@@ -55,17 +87,31 @@ class LedgerResource(dg.ConfigurableResource):
 
     @contextmanager
     def compute(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, Path]]:
-        """An in-memory DuckDB for one step, and a scratch folder of its own that is removed afterwards."""
-        scratch = self.layout.scratch / f"step-{uuid.uuid4().hex[:12]}"
-        try:
-            with compute_connection(scratch / "spill", self.duckdb_memory_limit, self.duckdb_threads) as con:
-                yield con, scratch
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        """An in-memory DuckDB for one step, and a scratch folder of its own, marked in use while the step runs
+        (so a later run can tell it from the folder of a killed step) and removed afterwards."""
+        with step_scratch(self.layout.scratch / f"step-{uuid.uuid4().hex[:12]}") as scratch, \
+                compute_connection(scratch / "spill", self.duckdb_memory_limit, self.duckdb_threads) as con:
+            yield con, scratch
 
-    def warehouse(self) -> DuckDBResource:
-        """The warehouse file, which holds only views over the lake and the exports (see tokenledger.warehouse)."""
-        return DuckDBResource(database=str(self.layout.warehouse))
+    def warehouse(self) -> WarehouseResource:
+        """The warehouse file, which holds only views over the published tables (see tokenledger.warehouse)."""
+        return WarehouseResource(database=str(self.layout.warehouse))
+
+
+def run_days(tags: dict[str, str]) -> list[date]:
+    """The UTC days a run covers, from its partition tags (none for an unpartitioned run such as the trend's)."""
+    if key := tags.get("dagster/partition"):
+        first = last = key
+    elif (first := tags.get("dagster/asset_partition_range_start")) and (
+            last := tags.get("dagster/asset_partition_range_end")):
+        pass
+    else:
+        return []
+    try:
+        start, end = date.fromisoformat(first), date.fromisoformat(last)
+    except ValueError:
+        return []
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
 
 
 def ledger_resource() -> LedgerResource:

@@ -11,6 +11,8 @@ SELECT
         WHEN contains(text, chr(0)) THEN 'holds NUL bytes, which JSON text never does'
         WHEN trim(text, ' ' || chr(9) || chr(13) || chr(10)) = '' THEN 'empty line: no record'
         WHEN NOT json_valid(text) THEN 'line is not valid JSON'
-        WHEN json_type(text) <> 'OBJECT' THEN format('line is a JSON {}, not an object', lower(json_type(text)))
+        WHEN json_type(text) <> 'OBJECT' THEN format('line is a JSON {}, not an object',
+            CASE json_type(text) WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
+                                 WHEN 'NULL' THEN 'null' ELSE 'number' END)
     END AS line_problem
 FROM (SELECT source_line, problem, try(decode(line)) AS text FROM {lines})

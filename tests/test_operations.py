@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import gateway_dir, request, write_jsonl
 from tokenledger import lake, publishing
-from tokenledger.catalog import PUBLISHED_TABLES
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.errors import LedgerError
 from tokenledger.generate import generate_landing_zone
 from tokenledger.paths import PROJECT_ROOT, HomeLayout
@@ -112,7 +112,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 def test_a_killed_run_leaves_the_published_day_exactly_as_it_was(landing, day_by_day, tmp_path) -> None:
     home = tmp_path / "killed"
-    shutil.copytree(day_by_day, home, ignore=shutil.ignore_patterns(".dagster", "tmp"))
+    shutil.copytree(day_by_day, home, symlinks=True, ignore=shutil.ignore_patterns(".dagster", "tmp"))
     before = _snapshot(home / "exports")
     day = START + timedelta(days=2)
     write_jsonl(gateway_dir(home, str(day)) / "zz-late.jsonl",
@@ -135,31 +135,35 @@ def test_a_killed_run_leaves_the_published_day_exactly_as_it_was(landing, day_by
 
 def test_a_publish_that_fails_midway_changes_nothing(landing, day_by_day, tmp_path, monkeypatch) -> None:
     home = tmp_path / "failing"
-    shutil.copytree(day_by_day, home, ignore=shutil.ignore_patterns(".dagster", "tmp"))
+    shutil.copytree(day_by_day, home, symlinks=True, ignore=shutil.ignore_patterns(".dagster", "tmp"))
     layout = HomeLayout.of(home)
     day = START + timedelta(days=3)
     before = _snapshot(home / "exports")
-    # New content in the lake for every table of the day, then a failure while staging the fourth file.
+    # New content in the lake for every table of the day, then a failure while building the new version.
     for ref in PUBLISHED_TABLES:
         path = lake.day_file(layout.lake, ref.schema, ref.name, day)
         duckdb.connect().execute(f"COPY (SELECT * FROM read_parquet('{path}') LIMIT 0) TO '{path}.new' "
                                  "(FORMAT PARQUET)")
         Path(f"{path}.new").replace(path)
     calls = {"n": 0}
-    real = lake.stage_copy
+    real = publishing._link_or_copy
 
-    def failing_copy(source: Path, target: Path) -> Path:
+    def failing_link(source: Path, target: Path) -> None:
         calls["n"] += 1
         if calls["n"] == 4:
             raise OSError("disk full")
-        return real(source, target)
+        real(source, target)
 
-    monkeypatch.setattr(lake, "stage_copy", failing_copy)
-    with pytest.raises(OSError, match="disk full"), duckdb.connect() as con:
-        publishing.publish_day(con, layout, day, PUBLISHED_TABLES, run_id="test")
-    assert _snapshot(home / "exports") == before  # no table of the day changed, no temporary file left behind
+    monkeypatch.setattr(publishing, "_link_or_copy", failing_link)
+    staging = publishing.Staging(layout)
+    with duckdb.connect() as con:
+        publishing.stage_day(con, layout, staging, day, PUBLISHED_TABLES, CORE_TABLES, run_id="test")
+    with pytest.raises(OSError, match="disk full"):
+        publishing.publish_files(layout, staging)
+    staging.discard()
+    assert _snapshot(home / "exports") == before  # what readers see did not change
     missing = lake.day_file(layout.lake, PUBLISHED_TABLES[0].schema, PUBLISHED_TABLES[0].name, day)
     missing.unlink()
     with pytest.raises(LedgerError, match="Nothing of the day was published"), duckdb.connect() as con:
-        publishing.publish_day(con, layout, day, PUBLISHED_TABLES, run_id="test")
+        publishing.stage_day(con, layout, publishing.Staging(layout), day, PUBLISHED_TABLES, CORE_TABLES, "test")
     assert _snapshot(home / "exports") == before

@@ -33,8 +33,9 @@ def test_a_tick_runs_the_previous_utc_day_after_the_logs_are_complete() -> None:
 
 def _evaluate_sensor(instance: dg.DagsterInstance) -> list:
     ledger = LedgerResource(home=os.environ["TOKENLEDGER_HOME"])
-    context = dg.build_sensor_context(instance=instance, resources={"ledger": ledger}, definitions=defs)
-    result = late_data_sensor.evaluate_tick(context)
+    # The resource holds a run's locks from set-up to tear-down, so Dagster opens it as a context, as the daemon does.
+    with dg.build_sensor_context(instance=instance, resources={"ledger": ledger}, definitions=defs) as context:
+        result = late_data_sensor.evaluate_tick(context)
     return result.run_requests or []
 
 

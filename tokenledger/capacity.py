@@ -29,6 +29,7 @@ from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
+from tokenledger.publishing import published_exports
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
@@ -400,7 +401,7 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
 
 def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str
                ) -> list[dict[str, Any]]:
-    path = lake.day_file(layout.exports, schema, table, window.day)
+    path = lake.day_file(published_exports(layout), schema, table, window.day)
     if not path.is_file():
         raise LedgerError(f"{schema}.{table} is not published for {window.day} ({path}): the review reports "
                           "published figures only. Run the whole day (tokenledger run) first.")
@@ -410,7 +411,7 @@ def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
 def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> list[dict[str, Any]]:
     """finance.cost_per_mtok_daily of every published day up to this one (day, model, deployment, currency)."""
     files = []
-    for path in sorted((layout.exports / "finance" / "cost_per_mtok_daily").glob(f"day=*/{lake.DATA_FILE}")):
+    for path in sorted((published_exports(layout) / "finance" / "cost_per_mtok_daily").glob(f"day=*/{lake.DATA_FILE}")):
         try:
             if date.fromisoformat(path.parent.name.removeprefix("day=")) <= window.day:
                 files.append(path)

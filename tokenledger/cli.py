@@ -19,13 +19,16 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
 
-from tokenledger.errors import LedgerError
-from tokenledger.paths import PROJECT_ROOT, HomeLayout
+from tokenledger.errors import LedgerError, environment_problem
+from tokenledger.paths import PROJECT_ROOT, HomeLayout, url_safe_folder
 
 DAGSTER_YAML = """\
 # The Dagster instance of this tokenledger home: run history, event logs and schedules live beside the data.
 telemetry:
   enabled: false
+# The daemon marks a run whose process died (killed, machine restarted) as failed instead of leaving it started.
+run_monitoring:
+  enabled: true
 """
 
 
@@ -36,17 +39,31 @@ def _day(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
 
 
+def dagster_home_of(home: Path) -> Path:
+    """The Dagster instance folder of a home (`.dagster` inside it), through a plain-named symlink when the home's
+    path holds a character Dagster's storage URL cannot carry (`paths.url_safe_folder`)."""
+    folder = home / ".dagster"
+    folder.mkdir(parents=True, exist_ok=True)
+    return url_safe_folder(folder)
+
+
 def use_home(home: Path) -> HomeLayout:
     """Point this process (and any Dagster process it starts) at `home` and its own Dagster instance.
 
     The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it."""
     home = home.expanduser().resolve()
     HomeLayout.of(home).check()
+    try:
+        dagster_home = dagster_home_of(home)
+        if not (dagster_home / "dagster.yaml").exists():
+            (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
+        probe = home / f".write-test.pid{os.getpid()}.tmp"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise environment_problem(exc, f"preparing the home {home}") or LedgerError(
+            f"cannot prepare the home {home}: {exc}") from None
     os.environ["TOKENLEDGER_HOME"] = str(home)
-    dagster_home = home / ".dagster"
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    if not (dagster_home / "dagster.yaml").exists():
-        (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     return HomeLayout.of(home)
 
@@ -112,18 +129,20 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     from tokenledger import lake
     from tokenledger.catalog import PUBLISHED_TABLES
     from tokenledger.duck import literal_path
+    from tokenledger.publishing import published_exports
 
     con = duckdb.connect()
+    exports = published_exports(layout)  # one version for the whole summary
     print(f"\nPublished to {layout.exports} (Parquet per day; finance also CSV) and {layout.warehouse} (views):")
     for ref in PUBLISHED_TABLES:
-        files = [lake.day_file(layout.exports, ref.schema, ref.name, start + timedelta(days=i))
+        files = [lake.day_file(exports, ref.schema, ref.name, start + timedelta(days=i))
                  for i in range((end - start).days + 1)]
         present = [literal_path(f) for f in files if f.is_file()]
         rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": present}).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
     from tokenledger.trend import TREND
 
-    trend = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
+    trend = exports / TREND.schema / TREND.name / lake.DATA_FILE
     if trend.is_file():
         rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": literal_path(trend)}).fetchone()[0]
         print(f"  {TREND.qualified:<40} all days {rows:>12,} rows")
@@ -132,7 +151,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         print(f"\nCapacity review reports in {layout.reports}: {reports[0].name} ... {reports[-1].name} "
               f"({len(reports)}, each also as .md)")
     recon = [literal_path(f) for i in range((end - start).days + 1)
-             if (f := lake.day_file(layout.exports, "quality", "ingest_reconciliation_daily",
+             if (f := lake.day_file(exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
     if recon:
         print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged):")
@@ -146,6 +165,19 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
           "SELECT * FROM quality.quarantine;  the Dagster UI: tokenledger ui --home " + str(layout.home))
 
 
+def _check_range(start: date, end: date) -> None:
+    """One line for a range the partitions cannot hold, instead of Dagster's traceback."""
+    from pipelines.partitions import FIRST_DAY, daily_partitions
+
+    if start < FIRST_DAY:
+        raise LedgerError(f"--start {start} is before the first day partitions reach, {FIRST_DAY} "
+                          f"(TOKENLEDGER_START_DATE). Set TOKENLEDGER_START_DATE={start} to run it.")
+    last = daily_partitions.get_last_partition_key()
+    if last is None or end.isoformat() > last:
+        raise LedgerError(f"--end {end} is not a complete UTC day yet (the last one is {last}); a day runs once "
+                          "it has ended.")
+
+
 def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     """Materialize every asset of each day in [start, end] through Dagster; returns a process exit code."""
     layout = use_home(home)
@@ -155,21 +187,32 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     from pipelines.definitions import defs
     from tokenledger.publishing import exclusive
 
+    _check_range(start, end)
+
     job = defs.resolve_job_def("daily_pipeline")
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}}
     failed: dict[date, list[str]] = {}
+    views_problem = None
     # The first process to open a new instance creates its SQLite storage; runs started together must not race.
     with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".init.lock"):
         instance = DagsterInstance.get()
     with instance:
         day = start
         while day <= end:
-            result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
-                                            raise_on_error=False, run_config=run_config)
+            try:
+                result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
+                                                raise_on_error=False, run_config=run_config)
+            except Exception as exc:  # outside any step: Dagster's own storage, resource set-up
+                problem = environment_problem(exc, f"running {day}")
+                if problem is None:
+                    raise
+                raise problem from None
             if result.success:
                 print(f"{day}  published")
                 for message in _check_messages(result, "WARN"):
                     print("    warning: " + message.replace("\n", "\n    "))
+                    if message.startswith("publish/exports:warehouse_views:"):
+                        views_problem = message.split(":", 2)[2].strip()
             else:
                 failed[day] = _failure_messages(result) or ["the run failed; open the Dagster UI for details"]
                 print(f"{day}  FAILED")
@@ -181,6 +224,9 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
         print(f"\n{len(failed)} day(s) failed: {', '.join(str(d) for d in failed)}. Fix what the messages say and "
               "re-run those days; published days were left as they were.")
         return 1
+    if views_problem:
+        print(f"\nerror: {views_problem}", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -235,6 +281,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the machine (a full disk, an unwritable folder) gets one line too; a bug does not
+        problem = environment_problem(exc, f"running tokenledger {args.command}")
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
         return 2
 
 

@@ -219,7 +219,7 @@ def sql_literal(value: Any) -> str:
 
 # What a source says a value is, where it says (`<name>__kind` in a text relation): a JSON value's type or a Parquet
 # column's. A relation without kinds (config files, CSV) carries text only, judged as `string`.
-KIND_INTEGER, KIND_FLOAT, KIND_STRING = "integer", "float", "string"
+KIND_INTEGER, KIND_FLOAT = "integer", "float"
 NON_SCALAR_KINDS = ("object", "array", "boolean", "binary")
 JSON_KIND = ("CASE json_type({v}) WHEN 'VARCHAR' THEN 'string' WHEN 'BIGINT' THEN 'integer' WHEN 'UBIGINT' "
              "THEN 'integer' WHEN 'DOUBLE' THEN 'float' WHEN 'OBJECT' THEN 'object' WHEN 'ARRAY' THEN 'array' "
@@ -321,7 +321,7 @@ def _column_reasons(col: Column, text: str, kind: str | None = None) -> str:
     k = _kind(kind)
     blank = f"({text} IS NULL OR trim({text}) = '')"
     branches = [f"WHEN {k} IN {tuple(NON_SCALAR_KINDS)!r} "
-                f"THEN format('{n}: a JSON {{}} is not a valid {col.logical_type}', {k})"]
+                f"THEN format('{n}: a value of type {{}} is not a valid {col.logical_type}', {k})"]
     if col.required:
         branches.append(f"WHEN {blank} THEN {sql_literal(f'{n}: required but missing')}")
     else:

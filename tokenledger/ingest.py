@@ -29,7 +29,8 @@ import duckdb
 from tokenledger import lake
 from tokenledger.contracts import Table, json_text_columns, load_contract, struct_spec, validation_query
 from tokenledger.duck import run_sql, sql_path, statement
-from tokenledger.errors import InputFileError, LedgerError
+from tokenledger.errors import InputFileError, LedgerError, environment_problem
+from tokenledger.faults import failpoint
 from tokenledger.landing import LandingFile, landing_files
 from tokenledger.lines import MAX_LINE_BYTES, line_reader
 from tokenledger.paths import HomeLayout
@@ -76,11 +77,15 @@ class IngestCounts:
         return {**asdict(self), "balanced": self.balanced}
 
 
-def _read_error(path: Path, kind: str, exc: duckdb.Error) -> InputFileError:
+def _read_error(path: Path, kind: str, exc: duckdb.Error) -> LedgerError:
+    """The error for a file DuckDB could not read, unless the machine is the cause (a full disk while staging)."""
+    problem = environment_problem(exc, f"reading {path}")
+    if problem:
+        return problem
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    cause = next((line for line in lines if "No space left on device" in line), lines[0] if lines else repr(exc))
-    return InputFileError(f"{path}: cannot be read as {kind} ({cause}). The file may be truncated or "
-                          "corrupt: replace it (or move it out of the landing folder) and re-run the day.")
+    return InputFileError(f"{path}: cannot be read as {kind} ({lines[0] if lines else repr(exc)}). The file may be "
+                          "truncated or corrupt: replace it (or move it out of the landing folder) and re-run the "
+                          "day.")
 
 
 def _parquet_kind(duck_type: str) -> str | None:
@@ -206,6 +211,7 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
     """Type, judge, resolve and de-duplicate one day of gateway logs into core.gateway_requests."""
     files = landing_files(layout.gateway_day_dir(window.day), GATEWAY_FORMATS, "gateway log")
     staged = stage_gateway_files(con, files, scratch / "gateway")
+    failpoint("ingest:staged")
     deployments = lake.day_file(layout.lake, "core", "deployments_daily", window.day)
     con.execute(f"CREATE OR REPLACE TEMP VIEW deployments_day AS SELECT * FROM read_parquet({sql_path(deployments)})")
     _create_staged_view(con, "staged_gateway", staged, load_contract("gateway_request").table().column_names)
@@ -284,6 +290,15 @@ def _csv_header(path: Path) -> list[str]:
     return names
 
 
+def _require_focus_columns(path: Path, table: Table, present: list[str], where: str) -> None:
+    missing = [c.name for c in table.columns if c.required and c.name not in present]
+    if missing:
+        raise InputFileError(
+            f"{path}: has no column {', '.join(missing)}{where}, so it is not a FOCUS billing export tokenledger can "
+            "read (FOCUS 1.0-1.2 column names are required). Export FOCUS from your provider or move the file out of "
+            "raw/billing, then re-run.")
+
+
 def _csv_text_relation(con: duckdb.DuckDBPyConnection, path: Path, table: Table, rejects: str) -> str:
     """Every row of one FOCUS CSV export as text with its line number and a fingerprint of the whole row.
 
@@ -293,12 +308,7 @@ def _csv_text_relation(con: duckdb.DuckDBPyConnection, path: Path, table: Table,
     field spanning lines shifts the numbers after it.
     """
     names = _csv_header(path)
-    missing = [c.name for c in table.columns if c.required and c.name not in names]
-    if missing:
-        raise InputFileError(
-            f"{path}: has no column {', '.join(missing)} in its header (line 1), so it is not a FOCUS billing export "
-            "tokenledger can read (FOCUS 1.0-1.2 column names are required). Export FOCUS from your provider or "
-            "move the file out of raw/billing, then re-run.")
+    _require_focus_columns(path, table, names, " in its header (line 1)")
     columns = "{" + ", ".join("'" + n.replace("'", "''") + "': 'VARCHAR'" for n in names) + "}"
     options = (f"columns = {columns}, header = true, auto_detect = false, delim = ',', quote = '\"', "
                f"escape = '\"', nullstr = ['NULL', ''], max_line_size = {MAX_LINE_BYTES}, store_rejects = true, "
@@ -316,12 +326,7 @@ def _parquet_billing_relation(con: duckdb.DuckDBPyConnection, path: Path, table:
     """Every row of one FOCUS Parquet export as text (a MAP or STRUCT of tags as JSON) with its row number and a
     fingerprint of the whole row."""
     schema = _parquet_schema(con, LandingFile(path, "parquet"), "a FOCUS export")
-    missing = [c.name for c in table.columns if c.required and c.name not in schema]
-    if missing:
-        raise InputFileError(
-            f"{path}: has no column {', '.join(missing)}, so it is not a FOCUS billing export tokenledger can read "
-            "(FOCUS 1.0-1.2 column names are required). Export FOCUS from your provider or move the file out of "
-            "raw/billing, then re-run.")
+    _require_focus_columns(path, table, list(schema), "")
 
     def text(name: str, duck_type: str) -> str:
         quoted = '"' + name.replace('"', '""') + '"'

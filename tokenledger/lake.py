@@ -34,8 +34,9 @@ def table_glob(root: Path, schema: str, table: str) -> str:
 
 
 def temporary_name(target: Path) -> Path:
-    """A sibling name no reader globs for (readers look for data.parquet / data.csv only)."""
-    return target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    """A sibling name no reader globs for (readers look for data.parquet / data.csv only), naming the writing
+    process, so that a later run can remove it if that process was killed (tokenledger/housekeeping.py)."""
+    return target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex}.tmp")
 
 
 def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
@@ -61,19 +62,3 @@ def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
     finally:
         tmp.unlink(missing_ok=True)
     return rows
-
-
-def stage_copy(source: Path, target: Path) -> Path:
-    """Copy a finished file beside `target` under a temporary name, flushed to disk; returns that name."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_name(target)
-    try:
-        with source.open("rb") as src, tmp.open("wb") as dst:
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
-            dst.flush()
-            os.fsync(dst.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp

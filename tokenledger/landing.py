@@ -30,11 +30,6 @@ class LandingFile:
     dataset: Path | None = None
     partitions: tuple[tuple[str, str], ...] = field(default=())
 
-    @property
-    def entry(self) -> Path:
-        """What the user put in the landing folder: the dataset folder, or the file itself."""
-        return self.dataset or self.path
-
 
 def _hidden(name: str) -> bool:
     return name.startswith((".", "_"))

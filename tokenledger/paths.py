@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -51,6 +54,16 @@ class HomeLayout:
         return self.home / "lake"
 
     @property
+    def published(self) -> Path:
+        """The published versions (tokenledger/publishing.py); exports/ is a symlink into the current one."""
+        return self.home / ".published"
+
+    @property
+    def locks(self) -> Path:
+        """Lock files and run records (tokenledger/housekeeping.py)."""
+        return self.home / ".locks"
+
+    @property
     def scratch(self) -> Path:
         """Spill space for DuckDB and staging files of a running step; safe to delete between runs."""
         return self.home / "tmp"
@@ -80,3 +93,26 @@ class HomeLayout:
                     f"{self.config / name} is missing. Every home needs config/deployments.yaml, config/slo.yaml "
                     "and config/costs.yaml (formats: docs/configuration.md)."
                 )
+
+
+# Two libraries take a path as a URL without quoting it: Dagster's SQLite storage (DAGSTER_HOME; '?' starts a query
+# string and the instance writes a stray database beside the folder, '%' and '#' are decoded) and DuckDB when it
+# opens a database file ('?' starts options: the write-ahead log lands at a mangled name and the commit fails).
+_URL_UNSAFE = frozenset("?#%")
+
+
+def url_safe_folder(folder: Path) -> Path:
+    """`folder`, or when its path holds a character such a URL cannot carry, a symlink to it with a plain path
+    (under the system's temporary folder, named after a hash of the real path). Files opened through the alias
+    live in the real folder, side files (a database's WAL) included."""
+    if not _URL_UNSAFE & set(str(folder)):
+        return folder
+    alias = Path(tempfile.gettempdir()) / "tokenledger" / (
+        "link-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16])
+    alias.parent.mkdir(parents=True, exist_ok=True)
+    if not (alias.is_symlink() and os.readlink(alias) == str(folder.resolve())):
+        tmp = alias.with_name(f".{alias.name}.pid{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(folder.resolve())
+        os.replace(tmp, alias)
+    return alias

@@ -1,40 +1,65 @@
-"""Publishing a day: every table's file is staged first, then all are renamed into place, then a manifest.
+"""Publishing: what readers see changes in one step, whatever happens to the run that publishes.
 
-A run that fails or is killed before the renames leaves every published file of the day exactly as it was
-(staged copies carry temporary names no reader looks for, and are removed). The renames are atomic per file and
-done together at the end, after everything is staged and flushed, so the window in which a reader could see one
-table new and another old is the few milliseconds of that loop; the manifest, written last, names the run that
-published each file and its checksum, so such a mix (or any later tampering) is detectable, and re-running the
-day repairs it.
+The published state is a tree of versions in the home:
+
+    .published/current -> v000042          the one switch: a symlink, replaced by a rename
+    .published/v000042/exports/...         what exports/ shows (exports is a symlink to .published/current/exports)
+    .published/v000042/lake/core/...       the core tables of the published days (the warehouse's core views)
+
+A new version is built beside the current one: every file that does not change is a hard link to the current
+version's (no data is copied), the run's new files are moved in from its staging folder, and `current` is then
+replaced with one rename. A reader sees the old version or the new one, never a mix of two runs: a run killed
+anywhere before that rename leaves what readers see exactly as it was (its staging folder and half-built version
+are removed by a later run, see tokenledger/housekeeping.py), and a run killed after it has published all of it.
+Versions are built under a lock, so runs publishing different days at once each keep the other's days. The
+previous version, and any version replaced less than ten minutes ago, is kept for readers still reading it.
+
+Finance tables are also written as CSV for spreadsheets, with formula-like text cells neutralized (OWASP's CSV
+injection rule: a cell starting with =, +, -, @, a tab or a carriage return gets a leading apostrophe). Parquet
+keeps every value as it is.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from tokenledger import lake
 from tokenledger.catalog import TableRef
-from tokenledger.duck import quote_path
+from tokenledger.duck import quote_path, sql_path, used_params
 from tokenledger.errors import LedgerError
+from tokenledger.faults import failpoint
+from tokenledger.housekeeping import owner_tag
 from tokenledger.paths import HomeLayout
 
 MANIFESTS = "_manifests"
+EXPORTS = "exports"
+LAKE = "lake"
+CURRENT = "current"
+VERSION_PREFIX = "v"
+KEEP_REPLACED_S = 600
+# OWASP CSV injection: a spreadsheet runs a cell starting with one of these as a formula.
+_FORMULA_START = r"^[=+\-@\t\r]"
 
 
 @dataclass(frozen=True)
 class PublishedFile:
     table: str
-    path: Path
+    path: str  # relative to exports/
     rows: int
     sha256: str
 
@@ -47,72 +72,28 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def manifest_path(layout: HomeLayout, day: date) -> Path:
-    return layout.exports / MANIFESTS / f"day={day.isoformat()}.json"
+def current_version(layout: HomeLayout) -> Path | None:
+    """The version folder readers see now (resolved once: read everything of one answer from it)."""
+    link = layout.published / CURRENT
+    if not link.is_symlink():
+        return None
+    return layout.published / os.readlink(link)
 
 
-def publish_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, day: date, tables: Sequence[TableRef],
-                run_id: str) -> list[PublishedFile]:
-    """Copy each table's day from the lake to exports/ (finance also as CSV), all or nothing before the renames."""
-    staged: list[tuple[Path, Path, str, int]] = []
-    try:
-        for ref in tables:
-            source = lake.day_file(layout.lake, ref.schema, ref.name, day)
-            if not source.is_file():
-                raise LedgerError(f"{ref.qualified} has no file for {day} ({source}): materialize that day's "
-                                  "upstream assets first. Nothing of the day was published.")
-            target = lake.day_file(layout.exports, ref.schema, ref.name, day)
-            rows = con.execute(f"SELECT count(*) FROM read_parquet({quote_path(source)})").fetchone()[0]
-            staged.append((lake.stage_copy(source, target), target, ref.qualified, rows))
-            if ref.csv_export:
-                csv = target.with_name("data.csv")
-                tmp, _ = lake.stage_query(con, f"SELECT * FROM read_parquet({quote_path(source)})", csv, fmt="csv")
-                staged.append((tmp, csv, ref.qualified, rows))
-        published = []
-        for tmp, target, table, rows in staged:
-            os.replace(tmp, target)
-            published.append(PublishedFile(table, target, rows, _sha256(target)))
-    finally:
-        for tmp, *_ in staged:
-            tmp.unlink(missing_ok=True)
-    _write_manifest(layout, day, run_id, published)
-    return published
+def published_exports(layout: HomeLayout) -> Path:
+    """The exports of the current version, resolved (a reader that needs one consistent answer reads here)."""
+    version = current_version(layout)
+    return version / EXPORTS if version else layout.exports
 
 
-def _write_manifest(layout: HomeLayout, day: date, run_id: str, files: list[PublishedFile]) -> None:
-    path = manifest_path(layout, day)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    body = {
-        "day": day.isoformat(),
-        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "run_id": run_id,
-        "files": [{"table": f.table, "path": str(f.path.relative_to(layout.exports)), "rows": f.rows,
-                   "sha256": f.sha256} for f in files],
-    }
-    tmp = lake.temporary_name(path)
-    tmp.write_text(json.dumps(body, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
-def verify_day(layout: HomeLayout, day: date) -> list[str]:
-    """Files of a published day that differ from its manifest (empty when the day is whole and untouched)."""
-    path = manifest_path(layout, day)
-    if not path.is_file():
-        return [f"no manifest for {day}"]
-    problems = []
-    for entry in json.loads(path.read_text())["files"]:
-        file = layout.exports / entry["path"]
-        if not file.is_file():
-            problems.append(f"{entry['path']} is missing")
-        elif _sha256(file) != entry["sha256"]:
-            problems.append(f"{entry['path']} differs from the published version")
-    return problems
+def manifest_name(day: date) -> str:
+    return f"{MANIFESTS}/day={day.isoformat()}.json"
 
 
 @contextmanager
 def exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_file` (created if needed) across processes, e.g. while rebuilding a
-    table that several runs rebuild."""
+    """Hold an exclusive lock on `lock_file` (created if needed) across processes; the kernel releases it if the
+    process dies."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -120,3 +101,252 @@ def exclusive(lock_file: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --- staging -------------------------------------------------------------------------------------------------------
+
+class Staging:
+    """A run's staging folder under .published/staging/: files are written here first, then moved into a version.
+
+    The folder's name carries the process id, so a later run can tell an orphan of a killed run from a folder
+    still in use (tokenledger/housekeeping.py)."""
+
+    def __init__(self, layout: HomeLayout) -> None:
+        self.layout = layout
+        self.root = layout.published / "staging" / f"{owner_tag()}-{uuid.uuid4().hex[:12]}"
+        self.files: dict[str, Path] = {}  # path in the version tree -> staged file, or a lake file to link
+
+    def path(self, relative: str) -> Path:
+        target = self.root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def add_copy(self, source: Path, relative: str) -> Path:
+        """Stage a copy of a finished file, flushed to disk."""
+        target = self.path(relative)
+        with source.open("rb") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        self.files[relative] = target
+        return target
+
+    def add_query(self, con: duckdb.DuckDBPyConnection, query: str, relative: str, fmt: str = "parquet",
+                  params: Mapping[str, Any] | None = None) -> int:
+        """Stage the result of `query` as a Parquet (or CSV) file; returns its rows."""
+        target = self.path(relative)
+        options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
+        rows = con.execute(f"COPY ({query}) TO {quote_path(target)} ({options})",
+                           used_params(query, params)).fetchone()[0]
+        self.files[relative] = target
+        return int(rows)
+
+    def add_link(self, source: Path, relative: str) -> None:
+        """Publish a finished lake file as it is (hard-linked into the version, never copied or changed)."""
+        self.files[relative] = source
+
+    def add_text(self, text: str, relative: str) -> None:
+        target = self.path(relative)
+        target.write_text(text, encoding="utf-8")
+        self.files[relative] = target
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def csv_select(con: duckdb.DuckDBPyConnection, source: Path) -> str:
+    """SELECT of a Parquet file's rows for a CSV export: text cells that a spreadsheet would run as a formula get a
+    leading apostrophe (OWASP); numbers, dates and the Parquet file itself are left as they are."""
+    reader = f"read_parquet({sql_path(source)})"
+    items = []
+    for name, duck_type, *_ in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall():
+        quoted = '"' + name.replace('"', '""') + '"'
+        if duck_type == "VARCHAR":
+            items.append(f"CASE WHEN regexp_matches({quoted}, '{_FORMULA_START}') THEN '''' || {quoted} "
+                         f"ELSE {quoted} END AS {quoted}")
+        else:
+            items.append(quoted)
+    return f"SELECT {', '.join(items)} FROM {reader}"
+
+
+def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Staging, day: date,
+              published: Sequence[TableRef], core: Sequence[TableRef], run_id: str) -> list[PublishedFile]:
+    """Stage the day's published tables (finance also as CSV), its core tables and its manifest."""
+    missing = [ref.qualified for ref in (*published, *core)
+               if not lake.day_file(layout.lake, ref.schema, ref.name, day).is_file()]
+    if missing:
+        raise LedgerError(f"{', '.join(missing)} has no file for {day} in {layout.lake}: materialize that day's "
+                          "upstream assets first. Nothing of the day was published.")
+    files: list[PublishedFile] = []
+    for ref in published:
+        source = lake.day_file(layout.lake, ref.schema, ref.name, day)
+        relative = str(lake.day_file(Path(), ref.schema, ref.name, day))
+        staged = staging.add_copy(source, f"{EXPORTS}/{relative}")
+        rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(staged)})").fetchone()[0]
+        files.append(PublishedFile(ref.qualified, relative, rows, _sha256(staged)))
+        if ref.csv_export:
+            csv_relative = str(Path(relative).with_name("data.csv"))
+            staging.add_query(con, csv_select(con, source), f"{EXPORTS}/{csv_relative}", fmt="csv")
+            files.append(PublishedFile(ref.qualified, csv_relative, rows,
+                                       _sha256(staging.files[f"{EXPORTS}/{csv_relative}"])))
+    for ref in core:
+        source = lake.day_file(layout.lake, ref.schema, ref.name, day)
+        staging.add_link(source, f"{LAKE}/{lake.day_file(Path(), ref.schema, ref.name, day)}")
+    manifest = {
+        "day": day.isoformat(),
+        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "run_id": run_id,
+        "files": [{"table": f.table, "path": f.path, "rows": f.rows, "sha256": f.sha256} for f in files],
+    }
+    staging.add_text(json.dumps(manifest, indent=2) + "\n", f"{EXPORTS}/{manifest_name(day)}")
+    return files
+
+
+# --- the switch ----------------------------------------------------------------------------------------------------
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
+            raise
+        shutil.copy2(source, target)
+
+
+def _version_number(path: Path) -> int | None:
+    name = path.name
+    if name.startswith(VERSION_PREFIX) and name[len(VERSION_PREFIX):].isdigit():
+        return int(name[len(VERSION_PREFIX):])
+    return None
+
+
+def _versions(layout: HomeLayout) -> list[Path]:
+    if not layout.published.is_dir():
+        return []
+    return sorted((p for p in layout.published.iterdir() if _version_number(p) is not None), key=_version_number)
+
+
+def _files_of(root: Path) -> Iterator[Path]:
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            yield Path(folder) / name
+
+
+def _legacy_exports(layout: HomeLayout) -> Path | None:
+    """An exports folder written before versions existed (a real folder, or a symlink not into .published)."""
+    exports = layout.exports
+    if exports.is_symlink():
+        target = Path(os.path.realpath(exports))
+        return None if layout.published.resolve() in target.parents else target
+    return exports if exports.is_dir() else None
+
+
+def _point_exports(layout: HomeLayout) -> None:
+    """Make exports/ a symlink to .published/current/exports (relative when it sits inside the home)."""
+    exports = layout.exports
+    target = layout.published / CURRENT / EXPORTS
+    try:
+        relative_ok = exports.parent.resolve().is_relative_to(layout.home.resolve())
+    except OSError:
+        relative_ok = False
+    # Never resolved through `current`: the link must follow every switch, not pin today's version.
+    pointer = (os.path.relpath(target, exports.parent) if relative_ok
+               else str(layout.published.resolve() / CURRENT / EXPORTS))
+    if exports.is_symlink() and os.readlink(exports) == pointer:
+        return
+    exports.parent.mkdir(parents=True, exist_ok=True)
+    if exports.exists() and not exports.is_symlink():
+        # An exports folder of an earlier layout: its files are already linked into the new version.
+        parked = layout.published / f"legacy-exports-{uuid.uuid4().hex[:8]}"
+        os.rename(exports, parked)
+        shutil.rmtree(parked, ignore_errors=True)
+    tmp = exports.with_name(f".{exports.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
+    os.symlink(pointer, tmp)
+    os.replace(tmp, exports)
+
+
+def publish_files(layout: HomeLayout, staging: Staging) -> Path:
+    """Build a new version from the current one plus the staged files, then switch `current` to it (one rename).
+
+    Returns the new version's folder. The staging folder is emptied (its files are moved into the version)."""
+    root = layout.published
+    root.mkdir(parents=True, exist_ok=True)
+    with exclusive(layout.locks / "publish.lock"):
+        current = current_version(layout)
+        versions = _versions(layout)
+        number = max((_version_number(v) or 0 for v in versions), default=0) + 1
+        new = root / f"{VERSION_PREFIX}{number:06d}"
+        if new.exists():
+            shutil.rmtree(new)
+        new.mkdir()
+        bases = [current] if current else []
+        legacy = _legacy_exports(layout)
+        sources: dict[str, Path] = {}
+        for base in bases:
+            sources.update({str(f.relative_to(base)): f for f in _files_of(base)})
+        if legacy:
+            sources.update({f"{EXPORTS}/{f.relative_to(legacy)}": f for f in _files_of(legacy)
+                            if not f.name.endswith(".tmp") and not f.name.startswith(".")})
+        for relative in staging.files:
+            sources.pop(relative, None)
+        for index, (relative, source) in enumerate(sources.items()):
+            if index == len(sources) // 2:
+                failpoint("publish:linking")
+            target = new / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(source, target)
+        for relative, staged in staging.files.items():
+            target = new / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if staged.is_relative_to(staging.root):
+                os.replace(staged, target)
+            else:
+                _link_or_copy(staged, target)
+        (new / EXPORTS).mkdir(exist_ok=True)
+        switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
+        os.symlink(new.name, switch)
+        if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
+            # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
+            # Its files are not read (the copied exports folder was taken in above); set it aside.
+            stale = root / f".stale-{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
+            os.rename(root / CURRENT, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        failpoint("publish:before-switch")
+        os.replace(switch, root / CURRENT)
+        failpoint("publish:after-switch")
+        _point_exports(layout)
+        _collect(layout, new, current)
+    staging.discard()
+    return new
+
+
+def _collect(layout: HomeLayout, current: Path, previous: Path | None) -> None:
+    """Remove versions no reader can be using: never-published ones (newer than current, left by a killed run)
+    and replaced ones other than the previous, once replaced for KEEP_REPLACED_S."""
+    now = time.time()
+    current_number = _version_number(current) or 0
+    for version in _versions(layout):
+        if version in (current, previous):
+            continue
+        number = _version_number(version) or 0
+        stale = number > current_number or now - version.stat().st_mtime > KEEP_REPLACED_S
+        if stale:
+            shutil.rmtree(version, ignore_errors=True)
+
+
+# --- reading back --------------------------------------------------------------------------------------------------
+
+def verify_day(layout: HomeLayout, day: date) -> list[str]:
+    """Files of a published day that differ from its manifest (empty when the day is whole and untouched)."""
+    exports = published_exports(layout)
+    path = exports / manifest_name(day)
+    if not path.is_file():
+        return [f"no manifest for {day}"]
+    problems = []
+    for entry in json.loads(path.read_text())["files"]:
+        file = exports / entry["path"]
+        if not file.is_file():
+            problems.append(f"{entry['path']} is missing")
+        elif _sha256(file) != entry["sha256"]:
+            problems.append(f"{entry['path']} differs from the published version")
+    return problems

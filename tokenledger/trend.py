@@ -1,8 +1,7 @@
-"""infra.capacity_trend: rebuilt from all published days, validated against its contract, then renamed into place."""
+"""infra.capacity_trend: rebuilt from all published days, validated against its contract, then published."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import duckdb
@@ -13,7 +12,7 @@ from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path, sql_path, statement
 from tokenledger.expectations import CRITICAL, Validation, validate_files
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import exclusive
+from tokenledger.publishing import EXPORTS, Staging, exclusive, publish_files, published_exports
 
 TREND = TableRef("infra", "capacity_trend")
 SOURCES = {"capacity_files": ("infra", "capacity_daily"), "cost_files": ("finance", "cost_per_mtok_daily"),
@@ -31,24 +30,28 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
     """Recompute the trend over every published day; publish it only if it meets its contract.
 
     Several runs may finish at once. The rebuild holds a lock, and every run rebuilds after publishing its own
-    days, so the last rebuild to take the lock has read every day published before it.
+    days, so the last rebuild to take the lock has read every day published before it. The published days are
+    read from one version (resolved once), so the trend never mixes two publications.
     """
-    target = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
     table = load_contract(TREND.contract_id).table()
-    with exclusive(target.parent / ".lock"):
-        files = {param: sorted(literal_path(p) for p in (layout.exports / schema / name).glob(
-                     f"day=*/{lake.DATA_FILE}")) for param, (schema, name) in SOURCES.items()}
+    relative = f"{EXPORTS}/{TREND.schema}/{TREND.name}/{lake.DATA_FILE}"
+    with exclusive(layout.locks / "trend.lock"):
+        exports = published_exports(layout)
+        files = {param: sorted(literal_path(p) for p in (exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
+                 for param, (schema, name) in SOURCES.items()}
         if all(files.values()):
             query, params = statement("capacity_trend"), files
         else:  # nothing published yet: an empty table of the contract's shape
             nulls = ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in table.columns)
             query, params = f"SELECT {nulls} WHERE false", {}
-        tmp, rows = lake.stage_query(con, query, target, params)
+        staging = Staging(layout)
         try:
-            validation = validate_files(con, TREND.qualified, table, [tmp])
-            days = con.execute(f"SELECT count(DISTINCT day) FROM read_parquet({sql_path(tmp)})").fetchone()[0]
+            rows = staging.add_query(con, query, relative, params=params)
+            staged = staging.files[relative]
+            validation = validate_files(con, TREND.qualified, table, [staged])
+            days = con.execute(f"SELECT count(DISTINCT day) FROM read_parquet({sql_path(staged)})").fetchone()[0]
             if not validation.failed(CRITICAL):
-                os.replace(tmp, target)
+                publish_files(layout, staging)
         finally:
-            tmp.unlink(missing_ok=True)
+            staging.discard()
     return TrendOutcome(rows, days, validation)
