@@ -24,7 +24,7 @@ import yaml
 from tokenledger import lake
 from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
-from tokenledger.duck import sql_path, statement, used_params
+from tokenledger.duck import register_arrow, sql_path, statement, used_params
 from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
@@ -59,7 +59,7 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, params: Mapping[str, Any] 
 def _temp_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     """A small temp table of rows computed in Python, typed by `schema` (so an empty one still has columns)."""
     table = pa.Table.from_pylist(rows, schema=schema)
-    con.register(f"_{name}_arrow", table)
+    register_arrow(con, f"_{name}_arrow", table)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM _{name}_arrow")
     finally:

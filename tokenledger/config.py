@@ -8,6 +8,7 @@ error names the file, the line, the field and the rule.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -19,6 +20,7 @@ import pyarrow as pa
 import yaml
 
 from tokenledger.contracts import Table, load_contract, typed_select, violation_reasons
+from tokenledger.duck import register_arrow
 from tokenledger.errors import ConfigError
 from tokenledger.paths import HomeLayout
 
@@ -291,7 +293,7 @@ def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> Non
     columns = {f"{c}__text": pa.array([r.get(c) for r in rows.rows], pa.string()) for c in table.column_names}
     columns["_line"] = pa.array(rows.lines, pa.int64())
     columns["_row"] = pa.array(range(len(rows.rows)), pa.int64())
-    con.register("_config_text", pa.table(columns))
+    register_arrow(con, "_config_text", pa.table(columns))
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _config_typed AS "
                     f"SELECT _line, _row, * EXCLUDE (_line, _row), {', '.join(typed_select(table))} "
@@ -318,12 +320,36 @@ def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> Non
     con.execute("DROP TABLE _config_typed")
 
 
+CONFIG_FILES = ("deployments.yaml", "slo.yaml", "costs.yaml")
+# Checked config tables by the digest of the files' bytes: every step of a run loads the same files, and checking
+# them against their contracts costs more than the step's own work on a small day.
+_checked: dict[str, dict[str, pa.Table]] = {}
+
+
 def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
-    """Read, check and load all three config files into `cfg_*` temp tables of `con`."""
+    """Read, check and load all three config files into `cfg_*` temp tables of `con`.
+
+    The checked tables are kept per process under the digest of the files' contents, so a file changed between
+    two steps is read and checked again, and an unchanged one is not checked twice."""
     layout.check()
-    config_tables = load_contract("config")
-    deployments = load_contract("deployments").table()
-    for rows in flatten_deployments(layout.config / "deployments.yaml"):
-        _load_rows(con, rows, deployments)
-    for rows in flatten_slo(layout.config / "slo.yaml") + flatten_costs(layout.config / "costs.yaml"):
-        _load_rows(con, rows, config_tables.table(rows.table))
+    digest = hashlib.sha256(b"".join(hashlib.sha256((layout.config / name).read_bytes()).digest()
+                                     for name in CONFIG_FILES)).hexdigest()
+    tables = _checked.get(digest)
+    if tables is None:
+        config_tables = load_contract("config")
+        deployments = load_contract("deployments").table()
+        for rows in flatten_deployments(layout.config / "deployments.yaml"):
+            _load_rows(con, rows, deployments)
+        for rows in flatten_slo(layout.config / "slo.yaml") + flatten_costs(layout.config / "costs.yaml"):
+            _load_rows(con, rows, config_tables.table(rows.table))
+        names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary "
+                                           "AND table_name LIKE 'cfg\\_%' ESCAPE '\\'").fetchall()]
+        _checked.clear()
+        _checked[digest] = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+        return
+    for name, checked in tables.items():
+        register_arrow(con, "_config_cached", checked)
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM _config_cached")
+        finally:
+            con.unregister("_config_cached")

@@ -66,6 +66,13 @@ def run_sql(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any]
     return con.execute(text, used_params(text, params))
 
 
+def register_arrow(con: duckdb.DuckDBPyConnection, name: str, data: Any) -> None:
+    """Register an Arrow table or stream as view `name`. DuckDB 2.0 refuses `register` while an earlier result of
+    the connection is unread ("unfinished result"); only `execute` closes one, so a trivial statement runs first."""
+    con.execute("SELECT 1").fetchall()
+    con.register(name, data)
+
+
 def quote_path(path: Path | str) -> str:
     """A path to write (COPY ... TO), as a SQL string literal. Never for a path to read: see `sql_path`."""
     return "'" + str(path).replace("'", "''") + "'"

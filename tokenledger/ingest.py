@@ -28,7 +28,7 @@ import duckdb
 
 from tokenledger import lake
 from tokenledger.contracts import Table, json_text_columns, load_contract, struct_spec, validation_query
-from tokenledger.duck import run_sql, sql_path, statement
+from tokenledger.duck import register_arrow, run_sql, sql_path, statement
 from tokenledger.errors import InputFileError, LedgerError, environment_problem
 from tokenledger.faults import failpoint
 from tokenledger.landing import LandingFile, landing_files
@@ -178,7 +178,7 @@ def _stage_gateway_file(con: duckdb.DuckDBPyConnection, file: LandingFile, file_
     # A cursor of its own: the Arrow stream is registered on it and read once by the one statement run there.
     view = f"lines_{uuid.uuid4().hex}"
     with con.cursor() as cur:
-        cur.register(view, line_reader(file.path))
+        register_arrow(cur, view, line_reader(file.path))
         query = validation_query(table, _jsonl_text_relation(table, view), passthrough, gate="line_problem",
                                  kinds=True)
         try:
