@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -29,11 +30,12 @@ import pytest
 from tests.conftest import gateway_dir, request, write_jsonl
 from tokenledger import lake
 from tokenledger.cli import dagster_home_of, main
+from tokenledger.duck import literal_path
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.generate import generate_landing_zone
 from tokenledger.paths import PROJECT_ROOT, HomeLayout
 from tokenledger.publishing import current_version, published_exports, verify_day
-from tokenledger.warehouse import refresh_views
+from tokenledger.warehouse import refresh_views, writable_database
 
 DAY = date(2026, 11, 16)
 MODEL, DEPLOYMENT = "llama-3.1-8b-instruct", "llama8b-l40s-onprem"
@@ -62,13 +64,14 @@ def _home_env(home: Path):
                 os.environ[key] = value
 
 
-def _run_day(home: Path) -> dg.ExecuteInProcessResult:
-    """The whole day, in this process, recorded in the home's own Dagster instance."""
+def _run_day(home: Path, select: str) -> dg.ExecuteInProcessResult:
+    """A selection of the day's assets (with their checks), in this process, in the home's Dagster instance."""
     from pipelines.definitions import defs
 
+    keys = [dg.AssetKey.from_user_string(k) for k in select.split(",")]
     with _home_env(home), dg.DagsterInstance.get() as instance:
         return defs.resolve_job_def("daily_pipeline").execute_in_process(
-            partition_key=DAY.isoformat(), instance=instance, raise_on_error=False)
+            partition_key=DAY.isoformat(), instance=instance, raise_on_error=False, asset_selection=keys)
 
 
 def _materialize(home: Path, select: str, **env: str) -> subprocess.Popen:
@@ -102,8 +105,20 @@ def _requests_published(home: Path) -> int:
     return pq.read_metadata(lake.day_file(version / "lake", "core", "gateway_requests", DAY)).num_rows
 
 
+def _hold_warehouse(path: Path) -> subprocess.Popen:
+    """Another process holding the warehouse file open for writing, as an open notebook would."""
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); time.sleep(600)", str(path)], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 @pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+    """A published day, run by `tokenledger run` while another process holds the warehouse: the day publishes,
+    the views cannot be written, and the command says so and exits 3. Returns the home, the exit code and what
+    the command printed on stderr."""
     base = tmp_path_factory.mktemp("ops")
     home = base / "h?me[x]*" / "home"
     generate_landing_zone(home, DAY, 1, 400, seed=5, bad_rows_per_day=0)
@@ -111,16 +126,35 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 [request(f"formula-{i}", received_at=f"{DAY}T09:00:00Z", model=MODEL, deployment_id=DEPLOYMENT,
                          tenant_id=tenant, input_tokens=100, cached_input_tokens=0)
                  for i, tenant in enumerate(FORMULAS)])
-    result = _run_day(home)
-    assert result.success, [e.message for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    layout = HomeLayout.of(home)
+    layout.warehouse.parent.mkdir(parents=True, exist_ok=True)
+    holder = _hold_warehouse(writable_database(layout.warehouse))
+    err = io.StringIO()
+    try:
+        with _home_env(home), contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["run", "--home", str(home), "--start", DAY.isoformat()])
+    finally:
+        holder.kill()
+        holder.wait()
     # What the glob h?me[x]* matches: a second home with the same files. A pattern read would double counts.
     _copy(home, base / "hamex-neighbour" / "home")
-    return home
+    return home, code, err.getvalue()
 
 
-def test_a_home_under_a_glob_like_path_reads_only_itself(published: Path) -> None:
-    layout = HomeLayout.of(published)
-    requests = _requests_published(published)
+def test_a_held_warehouse_is_said_plainly_and_the_day_is_still_published(published) -> None:
+    home, code, err = published
+    assert code == 3
+    assert "the warehouse views were not refreshed" in err and "is open for writing in another process" in err
+    assert "Traceback" not in err
+    assert _requests_published(home) > 0 and verify_day(HomeLayout.of(home), DAY) == []
+    assert refresh_views(HomeLayout.of(home)).refreshed  # once the other process let go
+
+
+def test_a_home_under_a_glob_like_path_reads_only_itself(published) -> None:
+    home = published[0]
+    layout = HomeLayout.of(home)
+    refresh_views(layout)
+    requests = _requests_published(home)
     con = duckdb.connect(str(layout.warehouse), read_only=True)
     assert con.execute("SELECT count(*) FROM core.gateway_requests").fetchone()[0] == requests
     split = con.execute("SELECT sum(requests) FROM infra.token_split_daily").fetchone()[0]
@@ -131,8 +165,9 @@ def test_a_home_under_a_glob_like_path_reads_only_itself(published: Path) -> Non
     assert recon[1] == requests
 
 
-def test_finance_csv_cells_are_never_formulas_and_parquet_keeps_the_value(published: Path) -> None:
-    folder = lake.day_dir(published / "exports", "finance", "tenant_showback_daily", DAY)
+def test_finance_csv_cells_are_never_formulas_and_parquet_keeps_the_value(published) -> None:
+    home = published[0]
+    folder = lake.day_dir(home / "exports", "finance", "tenant_showback_daily", DAY)
     with (folder / "data.csv").open(newline="", encoding="utf-8") as f:
         tenants = {row["tenant_id"] for row in csv.DictReader(f)}
     assert {"'" + t for t in FORMULAS} <= tenants
@@ -140,7 +175,7 @@ def test_finance_csv_cells_are_never_formulas_and_parquet_keeps_the_value(publis
     parquet = set(pq.read_table(folder / "data.parquet", columns=["tenant_id"]).column("tenant_id").to_pylist())
     assert set(FORMULAS) <= parquet
     # Only text cells are neutralized: no number gets an apostrophe.
-    with (lake.day_dir(published / "exports", "finance", "cost_per_mtok_daily", DAY) / "data.csv").open() as f:
+    with (lake.day_dir(home / "exports", "finance", "cost_per_mtok_daily", DAY) / "data.csv").open() as f:
         assert all(not row["cost_total"].startswith("'") for row in csv.DictReader(f))
 
 
@@ -163,48 +198,53 @@ def _orphans(layout: HomeLayout) -> list[str]:
     return found
 
 
-def test_a_run_killed_anywhere_changes_nothing_and_the_next_run_completes(published: Path, tmp_path: Path) -> None:
-    home = _copy(published, tmp_path / "k?ll[1]" / "home")
+def _cli(home: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
+                             DAY.isoformat()], cwd=PROJECT_ROOT, env=_env(home), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def test_killed_runs_change_nothing_and_two_runs_at_once_complete_the_day(published, tmp_path: Path) -> None:
+    home = _copy(published[0], tmp_path / "k?ll[1]" / "home")
     layout = HomeLayout.of(home)
     requests = _requests_published(home)
     _late_file(home, "zz-late.jsonl", 50, "late")
     before = _snapshot(home / "exports")
-    killed_runs = []
     for point, select in KILL_POINTS:
         proc = _materialize(home, select, **{FAILPOINT: point})
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == -signal.SIGKILL, f"{point}: {out[-2000:]}"
         assert _snapshot(home / "exports") == before, point
-        killed_runs.append(point)
     assert _orphans(layout), "the kills left nothing behind to clean: the test did not reach its points"
 
-    # The next run, while another process holds the warehouse file for writing and the views need rewriting:
-    # the day is published, the run says plainly why the views are stale and exits non-zero.
-    (layout.warehouse.with_name(layout.warehouse.name + ".views")).unlink()
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-                               "print('held', flush=True); time.sleep(600)", str(layout.warehouse)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with _home_env(home):
-            code = main(["run", "--home", str(home), "--start", DAY.isoformat()])
-    finally:
-        holder.kill()
-        holder.wait()
-    assert code == 3
-    assert _requests_published(home) == requests + 50  # published despite the stale views
+    # Two runs of the day at once: one waits for the other, both complete, and together they leave what one
+    # would: the late requests published once, every table whole, nothing orphaned, the killed runs failed.
+    first, second = _cli(home), _cli(home)
+    outputs = [p.communicate(timeout=900)[0] for p in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], [o[-3000:] for o in outputs]
+    assert all("2026-11-16  published" in o for o in outputs)
+    assert _requests_published(home) == requests + 50
     assert verify_day(layout, DAY) == []
     assert _orphans(layout) == []
+    recon = lake.day_file(current_version(layout) / "exports", "quality", "ingest_reconciliation_daily", DAY)
+    read, accepted, balanced = duckdb.connect().execute(
+        "SELECT rows_read, rows_accepted, balanced FROM read_parquet($f) WHERE source = 'gateway'",
+        {"f": literal_path(recon)}).fetchone()
+    assert (accepted, balanced) == (requests + 50, True) and read >= accepted
     with _home_env(home), dg.DagsterInstance.get() as instance:
-        failed = [r for r in instance.get_runs() if r.status == dg.DagsterRunStatus.FAILURE]
+        runs = instance.get_runs()
+        failed = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE]
         messages = [e.message for r in failed for e in instance.all_logs(r.run_id)
                     if e.dagster_event and e.dagster_event.event_type_value == "PIPELINE_FAILURE"]
+        waited = [e.message for r in runs for e in instance.all_logs(r.run_id)
+                  if "another run of 2026-11-16 is in progress; waiting" in (e.message or "")]
     assert len(failed) == len(KILL_POINTS)
     assert all("ended without finishing this run" in m for m in messages), messages
+    assert waited  # the second run waited for the first instead of interleaving its files with it
 
 
-def test_a_run_killed_right_after_the_switch_has_published_the_day_whole(published: Path, tmp_path: Path) -> None:
-    home = _copy(published, tmp_path / "after" / "home")
+def test_a_run_killed_right_after_the_switch_has_published_the_day_whole(published, tmp_path: Path) -> None:
+    home = _copy(published[0], tmp_path / "after" / "home")
     layout = HomeLayout.of(home)
     before = json.loads((published_exports(layout) / f"_manifests/day={DAY}.json").read_text())["run_id"]
     proc = _materialize(home, "publish/exports", **{FAILPOINT: "publish:after-switch"})
@@ -215,39 +255,6 @@ def test_a_run_killed_right_after_the_switch_has_published_the_day_whole(publish
     assert verify_day(layout, DAY) == []
 
 
-def _run_day_selection(home: Path, select: str) -> subprocess.CompletedProcess:
-    proc = _materialize(home, select)
-    out, _ = proc.communicate(timeout=600)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out)
-
-
-def test_two_runs_of_one_day_at_once_give_the_result_of_one(published: Path, tmp_path: Path) -> None:
-    home = _copy(published, tmp_path / "twice" / "home")
-    requests = _requests_published(home)
-    _late_file(home, "zz-late.jsonl", 20, "late")
-    first, second = _materialize(home, INGEST), _materialize(home, INGEST)
-    outputs = [p.communicate(timeout=600)[0] for p in (first, second)]
-    assert [first.returncode, second.returncode] == [0, 0], [o[-2000:] for o in outputs]
-    assert any("another run of 2026-11-16 is in progress; waiting" in o for o in outputs)
-    con = duckdb.connect()
-    recon = lake.day_file(home / "lake", "quality", "ingest_reconciliation_daily", DAY)
-    read, accepted, balanced = con.execute(
-        "SELECT rows_read, rows_accepted, balanced FROM read_parquet($f) WHERE source = 'gateway'",
-        {"f": str(recon)}).fetchone()
-    assert (accepted, balanced) == (requests + 20, True)
-    tables = ["core/gateway_requests", "quality/quarantine", "quality/ingest_reconciliation_daily"]
-    together = {t: _rows_digest(lake.day_file(home / "lake", *t.split("/"), DAY)) for t in tables}
-    assert _run_day_selection(home, INGEST).returncode == 0  # the same day alone, once more
-    alone = {t: _rows_digest(lake.day_file(home / "lake", *t.split("/"), DAY)) for t in tables}
-    assert together == alone
-
-
-def _rows_digest(path: Path) -> str:
-    """A digest of a Parquet file's rows, in any order (a parallel writer may order them differently)."""
-    return duckdb.connect().execute("SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) "
-                                    "FROM read_parquet($p) t", {"p": str(path)}).fetchone()[0]
-
-
 def _views(layout: HomeLayout) -> dict[str, str]:
     con = duckdb.connect(str(layout.warehouse), read_only=True)
     views = con.execute("SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT internal").fetchall()
@@ -255,8 +262,8 @@ def _views(layout: HomeLayout) -> dict[str, str]:
             for (v,) in views}
 
 
-def test_a_blocked_day_leaves_every_view_unchanged(published: Path, tmp_path: Path) -> None:
-    home = _copy(published, tmp_path / "blocked" / "home")
+def test_a_blocked_day_leaves_every_view_unchanged(published, tmp_path: Path) -> None:
+    home = _copy(published[0], tmp_path / "blocked" / "home")
     layout = HomeLayout.of(home)
     assert refresh_views(layout).refreshed  # the copy's views read the copy (absolute paths, until issue 13)
     views, exports = _views(layout), _snapshot(home / "exports")
@@ -264,7 +271,7 @@ def test_a_blocked_day_leaves_every_view_unchanged(published: Path, tmp_path: Pa
     write_jsonl(gateway_dir(home, DAY.isoformat()) / "zz-bad.jsonl",
                 [request(f"bad-{i}", received_at=f"{DAY}T12:00:00Z", model=MODEL, deployment_id=DEPLOYMENT,
                          status="okay") for i in range(30)])  # 30 of ~430 rows: far above the 0.1% tolerance
-    result = _run_day(home)
+    result = _run_day(home, INGEST)  # the day is blocked at its ingest checks: nothing downstream runs
     assert not result.success
     blocked = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
                and not e.event_specific_data.passed and e.event_specific_data.asset_check_key.name ==
