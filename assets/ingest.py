@@ -1,21 +1,24 @@
 """Ingest: the three sources, typed by their contracts, one UTC day at a time (spec/inputs.md)."""
 
 
-from dataclasses import asdict
-
 import dagster as dg
 
 from assets.daily import for_each_day
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
-from tokenledger.ingest import ingest_billing_day, ingest_deployments_day, ingest_gateway_day
+from tokenledger.ingest import IngestCounts, ingest_billing_day, ingest_deployments_day, ingest_gateway_day
 
 _DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "ingest"}
 
 
-def _counts(counts) -> dict[str, int]:
-    row = asdict(counts)
-    return {k: row[k] for k in ("rows_read", "rows_accepted", "rows_quarantined", "duplicates_merged")}
+def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:
+    """The day's figures for the UI: totals over its sources, and each source's rows read."""
+    counts = counts if isinstance(counts, list) else [counts]
+    totals = {k: sum(getattr(c, k) for c in counts)
+              for k in ("rows_read", "rows_accepted", "rows_quarantined", "duplicates_merged")}
+    if len(counts) > 1:
+        totals.update({f"rows_read_{c.source}": c.rows_read for c in counts})
+    return totals
 
 
 @dg.asset(key=["core", "deployments_daily"], kinds={"duckdb", "parquet"}, **_DAILY)

@@ -9,7 +9,7 @@ from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.duck import literal_path, statement
-from tokenledger.ingest import SOURCES, DayWindow
+from tokenledger.ingest import STAGES, DayWindow
 
 _DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "quality"}
 _INGEST = [deployments_daily, gateway_requests, billing_charges]
@@ -18,7 +18,7 @@ _INGEST = [deployments_daily, gateway_requests, billing_charges]
 def _gather(ledger: LedgerResource, table: str, part: str):
     def day_fn(con, window: DayWindow, _scratch) -> dict[str, int]:
         files = [literal_path(lake.day_file(ledger.layout.lake, "quality_parts", f"{part}_{s}", window.day))
-                 for s in SOURCES]
+                 for s in STAGES]
         rows = lake.write_query(con, statement(table), lake.day_file(ledger.layout.lake, "quality", table,
                                                                     window.day), {"files": files})
         return {"rows": rows}

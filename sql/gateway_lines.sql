@@ -1,4 +1,4 @@
--- Every physical line of one JSON Lines file, as read by tokenledger/lines.py (`{lines}`: source_line, the line's
+-- Every physical line of one JSON Lines file, as read by tokenledger/lines.py (`lines`: source_line, the line's
 -- bytes, and a problem the reader already found), with its text and, when it cannot be a request record, why.
 -- Nothing is filtered: a line that is not UTF-8, holds NUL bytes, is empty or is not a JSON object is a row whose
 -- line_problem says so, and is quarantined with its number.

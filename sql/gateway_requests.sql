@@ -19,6 +19,10 @@ SELECT
     c.itl_max_ms,
     c.http_status,
     c.error_type,
+    c.reasoning_tokens,
+    c.source_cost,
+    c.latency_measured,
+    c.source,
     c.source_file,
     c.source_line
 FROM checked_gateway AS c

@@ -1,5 +1,5 @@
--- Rows of one source and day that broke a rule, with file, line, reason and the row's contract fields.
-SELECT $day::DATE AS day, $source AS source, source_file AS file, source_line AS line, reason, raw
+-- Rows of one stage and day that broke a rule, with their source, file, line, reason and the row's kept fields.
+SELECT $day::DATE AS day, source, source_file AS file, source_line AS line, reason, raw
 FROM {relation}
 WHERE reason IS NOT NULL
 ORDER BY file_index, source_line

@@ -87,7 +87,7 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
         9: "output_tokens: many is not a valid integer",
         10: "received_at: 2026-11-17T00:00:00Z falls on 2026-11-17, not on the folder's day 2026-11-16",
         11: "deployment_id: missing, and model moe has 2 deployments in force on 2026-11-16",
-        12: "ttft_ms: required when output_tokens > 0",
+        12: "ttft_ms: required when output_tokens > 0 and latency_measured",
         13: "empty line: no record",  # every physical line is counted: an empty one is quarantined, not skipped
     }
     # 23 lines of a.jsonl, 4 lines of b.jsonl.gz, 2 rows of c.parquet: 29 read; lines 2-13 of a.jsonl quarantined.
@@ -184,7 +184,7 @@ def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
     _write_day(home)
     assert materialize(DAY, selection=["core/deployments_daily", "core/gateway_requests",
                                        "core/billing_charges"]).success
-    part = home / "lake/quality_parts/ingest_reconciliation_gateway" / f"day={DAY}" / "data.parquet"
+    part = home / "lake/quality_parts/ingest_reconciliation_requests" / f"day={DAY}" / "data.parquet"
     con = duckdb.connect()
     con.execute("COPY (SELECT * REPLACE (rows_accepted + 1 AS rows_accepted) FROM read_parquet($p)) TO $t "
                 "(FORMAT PARQUET)",

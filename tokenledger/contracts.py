@@ -11,8 +11,11 @@ Supported rule forms, all standard ODCS v3:
 - column: `required`, `logicalTypeOptions` (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
   `pattern`, `maxLength`), a `library` quality rule with metric `invalidValues` and `validValues`, and the custom
   properties `requiredWhen` (a condition on other columns, valid in both SQL and pandas), `acceptNumbers` (a
-  string column that takes a JSON number as its text, e.g. numeric ids) and `noRawKeys` (a label that must never
-  hold a credential: a value that looks like an API key is rejected and never stored, see `KEY_PATTERNS`);
+  string column that takes a JSON number as its text, e.g. numeric ids), `noRawKeys` (a label that must never
+  hold a credential: a value that looks like an API key is rejected and never stored, see `KEY_PATTERN`),
+  `default` (the text a missing value is read as), and for the contract of another format's records
+  (tokenledger/adapters/): `path` (the JSON path, or list of paths tried in order, the field is read from) and
+  `epoch` (`seconds` or `nanoseconds`: a timestamp written as a number since the Unix epoch);
 - table: `custom` rules with engine `great-expectations` whose implementation is an expectation
   (`expect_column_pair_values_a_to_be_greater_than_b`), and `sql` rules whose query counts violating rows.
   A query of the form `SELECT COUNT(*) FROM <table> WHERE <condition>` is a row rule (each row is judged);
@@ -54,6 +57,9 @@ class Column:
     max_length: int | None = None
     accept_numbers: bool = False
     no_raw_keys: bool = False
+    default: str | None = None
+    paths: tuple[str, ...] = ()
+    epoch: str | None = None
     description: str = ""
 
     @property
@@ -187,8 +193,16 @@ def _parse_column(prop: dict[str, Any]) -> Column:
         max_length=options.get("maxLength"),
         accept_numbers=bool(custom.get("acceptNumbers", False)),
         no_raw_keys=bool(custom.get("noRawKeys", False)),
+        default=None if custom.get("default") is None else _default_text(custom["default"]),
+        paths=tuple(custom["path"]) if isinstance(custom.get("path"), list) else (
+            (custom["path"],) if custom.get("path") else ()),
+        epoch=custom.get("epoch"),
         description=" ".join(str(prop.get("description", "")).split()),
     )
+
+
+def _default_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _expectation_rule(rule: dict[str, Any], severity: str, description: str, names: set[str],
@@ -250,6 +264,12 @@ def _from_double(text: str, physical: str) -> str:
             f"THEN try_cast({value} AS {physical}) END")
 
 
+def _not_scalar(col: Column) -> tuple[str, ...]:
+    """The value kinds that are never a value of the column: objects, arrays, binary, and booleans but in a
+    boolean column."""
+    return NON_SCALAR_KINDS if col.physical_type.upper() != "BOOLEAN" else ("object", "array", "binary")
+
+
 def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
     """SQL that turns the text value `text` into the column's type, or NULL when it is missing or malformed.
 
@@ -261,7 +281,7 @@ def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
     blank = f"({text} IS NULL OR trim({text}) = '')"
     physical = col.physical_type.upper()
     k = _kind(kind)
-    scalar = f"coalesce({k} NOT IN {tuple(NON_SCALAR_KINDS)!r}, true)"
+    scalar = f"coalesce({k} NOT IN {_not_scalar(col)!r}, true)"
     if col.is_integer:
         return (f"(CASE WHEN {blank} OR NOT {scalar} THEN NULL "
                 f"WHEN {k} = '{KIND_INTEGER}' THEN try_cast({text} AS {physical}) "
@@ -282,15 +302,26 @@ def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
     if physical == "VARCHAR":
         numbers_ok = "true" if col.accept_numbers else f"coalesce({k} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)"
         return f"(CASE WHEN NOT {blank} AND {scalar} AND {numbers_ok} THEN {text} END)"
+    if physical == "TIMESTAMPTZ" and col.epoch:
+        # A number since the epoch (as a JSON number or digits in a string); anything else as ISO 8601 text.
+        scale = {"seconds": 1, "milliseconds": 1e3, "nanoseconds": 1e9}[col.epoch]
+        number = f"try_cast({text} AS DOUBLE)"
+        return (f"(CASE WHEN {blank} OR NOT {scalar} THEN NULL WHEN isfinite({number}) "
+                f"THEN make_timestamptz(({number} / {scale} * 1e6)::BIGINT) ELSE try_cast({text} AS TIMESTAMPTZ) END)")
     return f"(CASE WHEN NOT {blank} AND {scalar} THEN try_cast({text} AS {physical}) END)"
+
+
+def text_of(col: Column, text_columns: dict[str, str] | None = None) -> str:
+    """The SQL text of a column in a text relation: `<name>__text`, or its contract `default` when missing."""
+    text = (text_columns or {}).get(col.name, f"{col.name}__text")
+    return text if col.default is None else f"coalesce({text}, {sql_literal(col.default)})"
 
 
 def typed_select(table: Table, text_columns: dict[str, str] | None = None, kinds: bool = False) -> list[str]:
     """Select-list items typing every column of `table` from its text column (default `<name>__text`) and, when
     the relation reports them, its value kind (`<name>__kind`)."""
-    text_columns = text_columns or {}
-    return [f"{typed_expr(c, text_columns.get(c.name, f'{c.name}__text'), f'{c.name}__kind' if kinds else None)} "
-            f"AS {c.name}" for c in table.columns]
+    return [f"{typed_expr(c, text_of(c, text_columns), f'{c.name}__kind' if kinds else None)} AS {c.name}"
+            for c in table.columns]
 
 
 def _key_like(text: str) -> str:
@@ -311,36 +342,38 @@ def raw_text(col: Column, text: str, kind: str | None = None) -> str:
     return f"(CASE {' '.join(parts)} ELSE {text} END)"
 
 
-def _column_reasons(col: Column, text: str, kind: str | None = None) -> str:
+def _column_reasons(col: Column, text: str, kind: str | None = None, label: str | None = None) -> str:
     """One SQL CASE giving the first broken rule of a column as a phrase naming field, rule and value, or NULL.
 
     The value shown is the kept form (`raw_text`), so a reason never repeats what the quarantine may not keep.
+    `label` names the field in the reason when it came from another format's field (an adapter's source field).
     """
     shown = f"left({raw_text(col, text, kind)}, 80)"
     n = col.name
+    f = (label or n).replace("'", "''")
     k = _kind(kind)
     blank = f"({text} IS NULL OR trim({text}) = '')"
-    branches = [f"WHEN {k} IN {tuple(NON_SCALAR_KINDS)!r} "
-                f"THEN format('{n}: a value of type {{}} is not a valid {col.logical_type}', {k})"]
+    branches = [f"WHEN {k} IN {_not_scalar(col)!r} "
+                f"THEN format('{f}: a value of type {{}} is not a valid {col.logical_type}', {k})"]
     if col.required:
-        branches.append(f"WHEN {blank} THEN {sql_literal(f'{n}: required but missing')}")
+        branches.append(f"WHEN {blank} THEN {sql_literal(f'{label or n}: required but missing')}")
     else:
         branches.append(f"WHEN {blank} THEN NULL")
     if col.physical_type.upper() == "VARCHAR" and not col.accept_numbers:
         branches.append(f"WHEN {k} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') "
-                        f"THEN format('{n}: the number {{}} is not text (write it as a JSON string)', {shown})")
+                        f"THEN format('{f}: the number {{}} is not text (write it as a JSON string)', {shown})")
     if col.no_raw_keys:
-        branches.append(f"WHEN {_key_like(text)} THEN '{n}: looks like a raw API key, which is never stored; "
+        branches.append(f"WHEN {_key_like(text)} THEN '{f}: looks like a raw API key, which is never stored; "
                         "log a key alias or team name instead'")
     if col.max_length is not None:
-        branches.append(f"WHEN length({text}) > {int(col.max_length)} THEN format('{n}: {{}} characters, above "
+        branches.append(f"WHEN length({text}) > {int(col.max_length)} THEN format('{f}: {{}} characters, above "
                         f"the maximum length {int(col.max_length)}', length({text}))")
     if col.is_integer:
         branches.append(f"WHEN {n} IS NULL AND regexp_full_match({text}, '{_JSON_NUMBER}') "
                         f"AND try_cast({text} AS DOUBLE) = trunc(try_cast({text} AS DOUBLE)) "
-                        f"THEN format('{n}: {{}} is beyond the integers tokenledger reads exactly (up to 2^63 - 1 "
+                        f"THEN format('{f}: {{}} is beyond the integers tokenledger reads exactly (up to 2^63 - 1 "
                         f"written as digits, 2^53 with a fraction or exponent)', {shown})")
-    branches.append(f"WHEN {n} IS NULL THEN format('{n}: {{}} is not a valid {col.logical_type}', {shown})")
+    branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a valid {col.logical_type}', {shown})")
     bounds = [
         (col.minimum, "<", "below the minimum"),
         (col.exclusive_minimum, "<=", "not above"),
@@ -350,41 +383,45 @@ def _column_reasons(col: Column, text: str, kind: str | None = None) -> str:
     for bound, op, phrase in bounds:
         if bound is not None:
             branches.append(f"WHEN {n} {op} {sql_literal(bound)} "
-                            f"THEN format('{n}: {{}} is {phrase} {bound}', {shown})")
+                            f"THEN format('{f}: {{}} is {phrase} {bound}', {shown})")
     if col.pattern:
         branches.append(f"WHEN NOT regexp_full_match({n}, {sql_literal(col.pattern)}) "
-                        f"THEN format('{n}: {{}} does not match {{}}', {shown}, {sql_literal(col.pattern)})")
+                        f"THEN format('{f}: {{}} does not match {{}}', {shown}, {sql_literal(col.pattern)})")
     if col.valid_values:
         values = ", ".join(sql_literal(v) for v in col.valid_values)
         allowed = ", ".join(col.valid_values)
         branches.append(f"WHEN {n} NOT IN ({values}) "
-                        f"THEN format('{n}: {{}} is not one of {allowed}', {shown})")
+                        f"THEN format('{f}: {{}} is not one of {allowed}', {shown})")
     reason = "CASE " + " ".join(branches) + " END"
     if col.required_when:
         when = col.required_when
         reason = (f"coalesce({reason}, CASE WHEN {n} IS NULL AND ({when}) "
-                  f"THEN {sql_literal(f'{n}: required when {when}')} END)")
+                  f"THEN {sql_literal(f'{label or n}: required when {when}')} END)")
     return reason
 
 
-def _rule_reason(rule: RowRule) -> str:
-    values = ", ".join(f"'{c}=' || coalesce({c}::VARCHAR, 'null')" for c in rule.columns)
+def _rule_reason(rule: RowRule, labels: dict[str, str] | None = None) -> str:
+    labels = labels or {}
+    values = ", ".join(f"'{labels.get(c, c).replace(chr(39), chr(39) * 2)}=' || coalesce({c}::VARCHAR, 'null')"
+                       for c in rule.columns)
     shown = f"concat_ws(', ', {values})" if rule.columns else "''"
     return (f"CASE WHEN coalesce({rule.violation}, false) "
             f"THEN format('{rule.name}: {{}} ({{}})', {sql_literal(rule.description.rstrip('.'))}, {shown}) END")
 
 
 def violation_reasons(table: Table, text_columns: dict[str, str] | None = None,
-                      severities: tuple[str, ...] = ("error",), kinds: bool = False) -> str:
+                      severities: tuple[str, ...] = ("error",), kinds: bool = False,
+                      labels: dict[str, str] | None = None) -> str:
     """SQL for one VARCHAR: every broken rule of the row joined by '; ', NULL when the row is valid.
 
     Evaluated over a relation holding both the typed columns (by name) and their text (`<name>__text`), and their
-    value kinds (`<name>__kind`) when `kinds`.
+    value kinds (`<name>__kind`) when `kinds`. `labels` names columns by the fields they were read from.
     """
     text_columns = text_columns or {}
-    parts = [_column_reasons(c, text_columns.get(c.name, f"{c.name}__text"), f"{c.name}__kind" if kinds else None)
+    labels = labels or {}
+    parts = [_column_reasons(c, text_of(c, text_columns), f"{c.name}__kind" if kinds else None, labels.get(c.name))
              for c in table.columns]
-    parts += [_rule_reason(r) for r in table.row_rules if r.severity in severities]
+    parts += [_rule_reason(r, labels) for r in table.row_rules if r.severity in severities]
     return "nullif(concat_ws('; ', " + ", ".join(parts) + "), '')"
 
 
@@ -394,39 +431,43 @@ def struct_spec(table: Table) -> str:
     return "{" + ", ".join(f'"{c.name}": "JSON"' for c in table.columns) + "}"
 
 
+def json_value_columns(name: str, value: str) -> str:
+    """Select-list items `<name>__text, <name>__kind` for the JSON value `value`: a string's value, a number's
+    digits as written, a boolean's true or false, NULL text for anything else (its kind says what it was, NULL
+    for JSON null)."""
+    return (f"CASE json_type({value}) WHEN 'VARCHAR' THEN {value} ->> '$' WHEN 'BIGINT' THEN {value}::VARCHAR "
+            f"WHEN 'UBIGINT' THEN {value}::VARCHAR WHEN 'DOUBLE' THEN {value}::VARCHAR "
+            f"WHEN 'BOOLEAN' THEN {value}::VARCHAR END AS {name}__text, "
+            f"{JSON_KIND.format(v=value)} AS {name}__kind")
+
+
 def json_text_columns(table: Table, struct: str) -> str:
-    """Select-list items `<name>__text, <name>__kind` for every contract column from `struct`, the result of
-    json_transform(..., struct_spec(table)): a string's value, a number's digits as written, and NULL text for
-    anything else (its kind says what it was)."""
-    items = []
-    for c in table.columns:
-        value = f"{struct}.{c.name}"
-        kind = JSON_KIND.format(v=value)
-        items.append(f"CASE json_type({value}) WHEN 'VARCHAR' THEN {value} ->> '$' "
-                     f"WHEN 'BIGINT' THEN {value}::VARCHAR WHEN 'UBIGINT' THEN {value}::VARCHAR "
-                     f"WHEN 'DOUBLE' THEN {value}::VARCHAR END AS {c.name}__text")
-        items.append(f"{kind} AS {c.name}__kind")
-    return ", ".join(items)
+    """`json_value_columns` for every contract column of `struct`, the result of
+    json_transform(..., struct_spec(table))."""
+    return ", ".join(json_value_columns(c.name, f"{struct}.{c.name}") for c in table.columns)
 
 
 def validation_query(table: Table, text_relation: str, passthrough: list[str], gate: str | None = None,
-                     kinds: bool = False) -> str:
+                     kinds: bool = False, labels: dict[str, str] | None = None, raw: str | None = None) -> str:
     """Type and judge every row of `text_relation`, which holds `<name>__text` for each contract column (and
     `<name>__kind` when `kinds`).
 
     Returns `passthrough` columns, the typed contract columns, `raw` (the row's contract fields as JSON text, in
     the form `raw_text` may keep: nothing outside the contract, no JSON object, no key) and `reason` (NULL for a
     valid row). `gate` is an optional column of the relation giving why a row cannot be judged at all (e.g. a
-    line that is not a JSON object), NULL when it can; such a row keeps no raw fields.
+    line that is not a JSON object), NULL when it can; such a row keeps no raw fields. `raw`, when given, is the
+    relation's own kept form of the row (an adapter keeps its source's fields, checked by their own contract).
     """
-    reason = violation_reasons(table, kinds=kinds)
-    raw_fields = ", ".join(
-        f"{sql_literal(c.name)}, {raw_text(c, f'{c.name}__text', f'{c.name}__kind' if kinds else None)}"
-        for c in table.columns)
-    raw = f"json_object({raw_fields})::VARCHAR"
+    reason = violation_reasons(table, kinds=kinds, labels=labels)
+    if raw is None:
+        raw_fields = ", ".join(
+            f"{sql_literal(c.name)}, {raw_text(c, text_of(c), f'{c.name}__kind' if kinds else None)}"
+            for c in table.columns)
+        raw = f"json_object({raw_fields})::VARCHAR"
+        if gate:
+            raw = f"CASE WHEN {gate} IS NULL THEN {raw} END"
     if gate:
         reason = f"CASE WHEN {gate} IS NOT NULL THEN {gate} ELSE {reason} END"
-        raw = f"CASE WHEN {gate} IS NULL THEN {raw} END"
     keep = ", ".join(passthrough)
     return (
         f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, {reason} AS reason "

@@ -69,7 +69,11 @@ class HomeLayout:
         return self.home / "tmp"
 
     def gateway_day_dir(self, day: date) -> Path:
-        return self.raw / "gateway" / f"dt={day.isoformat()}"
+        return self.source_day_dir("gateway", day)
+
+    def source_day_dir(self, source: str, day: date) -> Path:
+        """A request source's folder for a UTC day: raw/<source>/dt=YYYY-MM-DD (gateway, litellm, ...)."""
+        return self.raw / source / f"dt={day.isoformat()}"
 
     @property
     def billing_dir(self) -> Path:

@@ -1,6 +1,7 @@
--- Every row of one FOCUS CSV export as text, with its line number (the header is line 1), a fingerprint of the
--- whole row (to merge a row delivered twice in two files) and, for a line DuckDB's CSV reader rejected, why.
--- `{rows}` holds the parsed rows with their record number, `{rejects}` DuckDB's rejects (one row per error).
+-- Every line of one CSV file after its header, as text, with its line number (the header is line 1), a
+-- fingerprint of the whole row (a FOCUS row delivered twice in two files is merged by it) and, for a line
+-- DuckDB's CSV reader rejected, why. `rows` holds the parsed rows with their record number, `rejects`
+-- DuckDB's rejects (one row per error), `columns` the header's columns (tokenledger/readers.py csv_rows).
 -- Good rows are numbered around the rejected lines: the k-th good row is the k-th line after the header that was
 -- not rejected, found by an ASOF join on the number of good lines before each rejected one.
 WITH rejected AS (
@@ -29,7 +30,7 @@ SELECT
     (r.record + 1 + coalesce(s.rejected_so_far, 0))::BIGINT AS source_line,
     md5(list_value({columns})::VARCHAR) AS row_fingerprint,
     NULL::VARCHAR AS line_problem,
-    {texts}
+    {columns}
 FROM {rows} AS r
 ASOF LEFT JOIN steps AS s ON r.record > s.good_before
 UNION ALL

@@ -1,0 +1,30 @@
+-- Per request source of the day: rows read, accepted, quarantined and duplicates merged, each counted on its own
+-- (read and quarantined from the checked rows, accepted from the core.gateway_requests file just written, merged
+-- as the valid copies of a request id that were not kept), so that a source that does not balance shows.
+-- $sources: the sources to report (the canonical gateway always, an adapter when its folder exists).
+WITH sources AS (
+    SELECT unnest($sources::VARCHAR[]) AS source
+), checked AS (
+    SELECT
+        c.source,
+        count(*) AS rows_read,
+        count(*) FILTER (WHERE c.reason IS NOT NULL) AS rows_quarantined,
+        count(*) FILTER (WHERE c.reason IS NULL AND d.request_id IS NOT NULL
+                           AND NOT (c.file_index = d.kept.file_index AND c.source_line = d.kept.source_line))
+            AS duplicates_merged
+    FROM checked_gateway AS c
+    LEFT JOIN gateway_duplicates AS d ON d.request_id = c.request_id AND c.reason IS NULL
+    GROUP BY c.source
+), accepted AS (
+    SELECT source, count(*) AS rows_accepted FROM read_parquet({accepted_file}) GROUP BY source
+)
+SELECT
+    s.source,
+    coalesce(c.rows_read, 0) AS rows_read,
+    coalesce(a.rows_accepted, 0) AS rows_accepted,
+    coalesce(c.rows_quarantined, 0) AS rows_quarantined,
+    coalesce(c.duplicates_merged, 0) AS duplicates_merged
+FROM sources AS s
+LEFT JOIN checked AS c USING (source)
+LEFT JOIN accepted AS a USING (source)
+ORDER BY s.source
