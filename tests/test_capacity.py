@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLO_YAML, failure_text, gateway_dir, materialize, request, rows, write_jsonl
+from tests.conftest import (
+    DEPLOYMENTS_YAML,
+    SLO_YAML,
+    failure_text,
+    gateway_dir,
+    materialize,
+    request,
+    rows,
+    write_jsonl,
+)
 
 DAY = "2026-11-17"
 T0 = datetime(2026, 11, 17, tzinfo=UTC)
@@ -342,7 +351,7 @@ steps:
 """
 
 
-def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path) -> None:
+def test_a_load_test_of_an_earlier_day_and_configuration_carries_over_until_an_engine_upgrade(home: Path) -> None:
     # One step at 16 GPUs before the 2026-11-16 noon scale-up: segment [10:01, 10:31), one compliant request of 50
     # tokens every 30 s, the last finishing at 10:30:31.5 - wall time 1,771.5 s (tests/test_loadtest.py).
     folder = home / "raw" / "loadtest" / "hand"
@@ -350,6 +359,14 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path
     write_jsonl(folder / "requests.jsonl", [request(f"a{k}", received_at=at(start + timedelta(seconds=30 * k)))
                                             for k in range(60)])
     (folder / "run.yaml").write_text(HAND_RUN)
+    # The inventory declares m70's engine: vLLM 0.6.3 in both versions (the scale-up does not change it).
+    inventory = home / "config" / "deployments.yaml"
+    inventory.write_text(DEPLOYMENTS_YAML.replace("    model: m70\n", "    model: m70\n    engine: vllm\n"
+                                                  "    engine_version: 0.6.3\n", 1))
+    # Production on 2026-11-17: 60 compliant requests of 50 tokens, one every 5 s from 10:00, so the 6 windows
+    # starting 09:35 to 10:00 hold all 60 (>= 50 in bucket 0-4k): a demonstrated 3,000 / 1,800 / 24 tok/s per GPU.
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
+        request(f"p{k}", received_at=at(T0 + timedelta(hours=10, seconds=5 * k))) for k in range(60)])
 
     # 2026-11-17 alone: the run started on 2026-11-16, whose core.loadtest_steps was never materialized.
     result = materialize(DAY)
@@ -365,5 +382,24 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path
     assert m70["capacity_goodput_per_gpu"] == pytest.approx(3000 / 1771.5 / 16)
     assert m70["daily_capacity_tokens"] == pytest.approx(3000 / 1771.5 / 16 * 24 * 86_400)
     assert m70["capacity_note"].startswith("load test hand verified at 0.03 req/s")
+    assert (m70["engine"], m70["engine_version"], m70["cache_policy"]) == ("vllm", "0.6.3", "prefix-cache")
     # The load test measured m70-h100 only.
     assert by_deployment(home, "capacity_daily")["m8-onprem"]["loadtest_run_id"] is None
+
+    # vLLM is upgraded to 0.7.0 at midnight: the run measured another engine, so it no longer speaks for m70-h100,
+    # and the capacity falls back to the day's demonstrated lower bound, saying why.
+    inventory.write_text(inventory.read_text().replace(
+        "  - <<: *m70\n    gpus: 24\n    valid_from: 2026-11-16T12:00:00Z\n    valid_to: null\n",
+        "  - <<: *m70\n    gpus: 24\n    valid_from: 2026-11-16T12:00:00Z\n    valid_to: 2026-11-17T00:00:00Z\n"
+        "  - <<: *m70\n    gpus: 24\n    engine_version: 0.7.0\n    valid_from: 2026-11-17T00:00:00Z\n"
+        "    valid_to: null\n"))
+    run_day()
+    m70 = by_deployment(home, "capacity_daily")["m70-h100"]
+    assert (m70["capacity_source"], m70["capacity_verified"], m70["loadtest_run_id"]) == ("demonstrated", False, None)
+    assert m70["capacity_goodput_per_gpu"] == pytest.approx(3000 / 1800 / 24)
+    assert (m70["engine_version"], m70["other_configuration_run_id"]) == ("0.7.0", "hand")
+    assert m70["other_configuration_differences"] == "engine_version 0.6.3 → 0.7.0"
+    assert m70["capacity_note"] == (
+        "lower bound: best 30-min window 09:35–10:05 UTC where every commitment held (6 of 283 windows held); no "
+        "load test of this configuration: load test hand (2026-11-16 10:00 UTC) measured another configuration "
+        "(engine_version 0.6.3 → 0.7.0) and is not carried over")

@@ -53,7 +53,9 @@ def test_a_verified_load_test_is_the_capacity() -> None:
                       "capacity_source": "loadtest", "capacity_verified": True, "lambda_slo_max": 10.4,
                       "loadtest_run_id": "lt-2026-11-10",
                       "capacity_note": "load test lt-2026-11-10 verified at 10.4 req/s (3.25 tok/s per GPU, held 30 "
-                                       "min without degradation); production lower bound 2.5 tok/s per GPU"}
+                                       "min without degradation); production lower bound 2.5 tok/s per GPU",
+                      "loadtest_slots_per_replica": None, "other_configuration_run_id": None,
+                      "other_configuration_differences": None}
 
 
 def test_an_unverified_load_test_gives_way_to_the_demonstrated_lower_bound() -> None:

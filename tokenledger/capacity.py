@@ -195,11 +195,25 @@ def no_window_reason(demo: Mapping[str, Any]) -> str:
             + "; ".join(parts))
 
 
+def other_configuration_note(test: Mapping[str, Any]) -> str:
+    """Why the most recent load test of another configuration does not speak for this one (seed 002: a model or
+    engine upgrade voids the old capacity conclusion), or '' when there is none newer than the chosen run."""
+    run = test.get("other_configuration_run_id")
+    if run is None:
+        return ""
+    return (f"load test {run} ({test['other_configuration_run_start']:%Y-%m-%d %H:%M} UTC) measured another "
+            f"configuration ({test['other_configuration_differences']}) and is not carried over")
+
+
 def loadtest_note(test: Mapping[str, Any]) -> str:
-    """What the deployment's load test says, or that there is none of its configuration."""
+    """What the deployment's load test says, or that there is none of its configuration and why an existing one
+    does not count."""
     run = test["loadtest_run_id"]
     if run is None:
         others = test["runs_other_configuration"]
+        why = other_configuration_note(test)
+        if why:
+            return f"no load test of this configuration: {why}"
         return ("no load test of this configuration"
                 + (f" ({others} run(s) measured another configuration)" if others else ""))
     lam, minutes = test["lambda_slo_max"], test["lambda_step_minutes"]
@@ -222,20 +236,27 @@ def choose_capacity(demo: Mapping[str, Any], test: Mapping[str, Any]) -> dict[st
     """The capacity goodput per GPU of a deployment on a day, its source, verification and note.
 
     A verified load test; else the day's demonstrated figure (a lower bound, never verified); else an unverified
-    load test as a reference figure (flagged); else none, with the reason.
+    load test as a reference figure (flagged); else none, with the reason. Only a run of the same configuration
+    identity counts (sql/capacity_loadtest_choice.sql); a newer run of another identity is named with what differs.
+    A verified run also gives the concurrency one replica held within SLO (loadtest_slots_per_replica).
     """
     demonstrated = demo["demonstrated_goodput_per_gpu"]
     has_run_figure = test["loadtest_run_id"] is not None and test["lambda_slo_max"] is not None
     choice = {"deployment_id": demo["deployment_id"], "demonstrated_goodput_per_gpu": demonstrated,
               "capacity_goodput_per_gpu": None, "capacity_source": None, "capacity_verified": False,
-              "lambda_slo_max": None, "loadtest_run_id": None}
+              "lambda_slo_max": None, "loadtest_run_id": None, "loadtest_slots_per_replica": None,
+              "other_configuration_run_id": test.get("other_configuration_run_id"),
+              "other_configuration_differences": test.get("other_configuration_differences")}
     from_test = {"capacity_goodput_per_gpu": test["goodput_per_gpu_at_max"], "capacity_source": "loadtest",
                  "lambda_slo_max": test["lambda_slo_max"], "loadtest_run_id": test["loadtest_run_id"]}
     if has_run_figure and test["loadtest_verified"]:
         note = loadtest_note(test)
         if demonstrated is not None:
             note += f"; production lower bound {_g(demonstrated)} tok/s per GPU"
-        return {**choice, **from_test, "capacity_verified": True, "capacity_note": note}
+        if other_configuration_note(test):
+            note += f"; {other_configuration_note(test)}"
+        return {**choice, **from_test, "capacity_verified": True, "capacity_note": note,
+                "loadtest_slots_per_replica": test.get("slots_at_lambda_slo_max")}
     if demonstrated is not None:
         note = f"{demonstrated_note(demo)}; {loadtest_note(test)}"
         return {**choice, "capacity_goodput_per_gpu": demonstrated, "capacity_source": "demonstrated",
@@ -250,6 +271,8 @@ _CHOICE_SCHEMA = pa.schema([
     ("deployment_id", pa.string()), ("capacity_goodput_per_gpu", pa.float64()), ("capacity_source", pa.string()),
     ("capacity_verified", pa.bool_()), ("lambda_slo_max", pa.float64()), ("loadtest_run_id", pa.string()),
     ("capacity_note", pa.string()), ("demonstrated_goodput_per_gpu", pa.float64()),
+    ("loadtest_slots_per_replica", pa.float64()), ("other_configuration_run_id", pa.string()),
+    ("other_configuration_differences", pa.string()),
 ])
 
 
