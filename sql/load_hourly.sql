@@ -1,9 +1,10 @@
 -- infra.load_hourly: per model in force and UTC hour (all 24), the load against capacity (spec/metrics.md,
 -- section 6). Rates are per second over the hour's 3,600 s; the busiest minute's rate over its 60 s. The demand is
 -- the output of requests received in the hour that reached the model; capacity_token_rate is the model's daily
--- capacity / 86,400 (tokens/s). over_capacity and backlog_tokens come from the temp table load_backlog
--- (tokenledger.capacity: queueing.fluid_backlog over the 24 hours from 0 at midnight, in tokens at the end of the
--- hour); both are NULL when the model has no capacity figure.
+-- capacity / 86,400 (tokens/s). over_capacity and the backlog come from the temp table load_backlog
+-- (tokenledger.capacity: queueing.fluid_backlog over the 24 hours, starting from the previous day's backlog at the
+-- end of its hour 23, in tokens at the start and at the end of each hour); NULL when the model has no capacity
+-- figure.
 SELECT
     $day::DATE AS day,
     d.hour,
@@ -18,7 +19,9 @@ SELECT
     b.backlog_tokens,
     d.output_tokens,
     d.daily_capacity_tokens / 24.0 AS capacity_tokens,
-    d.deployments_without_capacity
+    d.deployments_without_capacity,
+    b.backlog_start_tokens,
+    b.backlog_carried_from_day
 FROM load_hourly_demand AS d
 JOIN load_backlog AS b ON b.model = d.model AND b.hour = d.hour
 ORDER BY d.model, d.hour

@@ -154,6 +154,37 @@ def test_seed_000_a_day_at_70_percent_still_has_6_hours_over_capacity(home: Path
     assert (cap["sessions"], cap["task_attainment"], cap["expected_task_attainment"]) == (0, None, None)
 
 
+def test_a_backlog_left_at_midnight_is_served_the_next_morning(home: Path) -> None:
+    # The seed 000 capacity of 100 output tokens an hour (the same verified load test), run over two days as one
+    # range. 2026-11-17: 40 tokens an hour, 160 from 20:00 to 23:59, so 4 x 60 = 240 tokens are unserved at
+    # midnight. 2026-11-18: 40 an hour all day. The backlog carries over: 240 + 40 - 100 = 180 at the end of hour 0,
+    # then 120, 60, 0; the second day has no hour over capacity, yet a backlog in its first three hours.
+    _seed_000_day(home)
+    evening = [request(f"p{h}", model="m8", deployment_id="m8-onprem", output_tokens=160 if h >= 20 else 40,
+                       received_at=at(T0 + timedelta(hours=h, minutes=10))) for h in range(24)]
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", evening)
+    next_day = T0 + timedelta(days=1)
+    write_jsonl(gateway_dir(home, "2026-11-18") / "a.jsonl", [
+        request(f"q{h}", model="m8", deployment_id="m8-onprem", output_tokens=40,
+                received_at=at(next_day + timedelta(hours=h, minutes=10))) for h in range(24)])
+    result = materialize(DAY, "2026-11-18")
+    assert result.success, failure_text(result)
+
+    first = {r["hour"]: r for r in rows(home, "infra", "load_hourly", DAY, where="model = 'm8'")}
+    assert [h for h, r in first.items() if r["over_capacity"]] == [20, 21, 22, 23]
+    assert [first[h]["backlog_tokens"] for h in (19, 20, 21, 22, 23)] == pytest.approx([0, 60, 120, 180, 240])
+    # 2026-11-16 was never materialized: the first day starts from nothing.
+    assert (first[0]["backlog_start_tokens"], first[0]["backlog_carried_from_day"]) == (0.0, None)
+
+    second = {r["hour"]: r for r in rows(home, "infra", "load_hourly", "2026-11-18", where="model = 'm8'")}
+    assert str(second[0]["backlog_carried_from_day"]) == DAY
+    assert [second[h]["backlog_start_tokens"] for h in range(5)] == pytest.approx([240, 180, 120, 60, 0])
+    assert [second[h]["backlog_tokens"] for h in range(5)] == pytest.approx([180, 120, 60, 0, 0])
+    assert not any(r["over_capacity"] for r in second.values())
+    plan = by_deployment(home, "capacity_plan_daily", "2026-11-18")["m8-onprem"]
+    assert (plan["hours_over_capacity"], plan["max_backlog_tokens"]) == (0, pytest.approx(180))
+
+
 # --- demonstrated capacity ---------------------------------------------------------------------------------------
 
 def _clustered(prefix: str, start: datetime, n: int, every: timedelta, **fields: Any) -> list[dict[str, Any]]:

@@ -120,8 +120,18 @@ def test_backlog_of_seed_000_with_the_peak_hours_together() -> None:
     # An hour exactly at capacity is not over it; without a capacity there is no verdict.
     assert backlog_rows("m", [100], 100.0)[0]["over_capacity"] is False
     assert backlog_rows("m", [5, 7], None) == [
-        {"model": "m", "hour": 0, "over_capacity": None, "backlog_tokens": None},
-        {"model": "m", "hour": 1, "over_capacity": None, "backlog_tokens": None}]
+        {"model": "m", "hour": 0, "over_capacity": None, "backlog_start_tokens": None, "backlog_tokens": None},
+        {"model": "m", "hour": 1, "over_capacity": None, "backlog_start_tokens": None, "backlog_tokens": None}]
+
+
+def test_a_backlog_carried_in_at_midnight_is_served_first() -> None:
+    # Capacity 100/h, demand 40/h, and 240 tokens left unserved at the previous midnight: the backlog drains by
+    # 60 an hour, 240 + 40 - 100 = 180, then 120, 60, 0; no hour is over capacity.
+    got = backlog_rows("m", [40] * 24, 100.0, carried_in=240.0)
+    assert [r["backlog_start_tokens"] for r in got[:5]] == [240, 180, 120, 60, 0]
+    assert [r["backlog_tokens"] for r in got[:5]] == [180, 120, 60, 0, 0]
+    assert not any(r["over_capacity"] for r in got)
+    assert capacity_shortfall([40] * 24, 100.0, initial=240.0).max_backlog == 180
 
 
 PLAN = {"deployment_id": "d", "peak_arrival_rate": 0.2, "mean_service_time_s": 1.5, "p99_service_time_s": 2.0,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -296,19 +296,39 @@ def build_capacity_daily(con: duckdb.DuckDBPyConnection, layout: HomeLayout, win
 
 # --- infra.load_hourly ---------------------------------------------------------------------------------------------
 
-def backlog_rows(model: str, demand: Sequence[float], capacity_per_hour: float | None) -> list[dict[str, Any]]:
-    """One row per hour: over_capacity (demand above capacity; equal is not over) and the fluid backlog at the end
-    of the hour, carried from 0 at midnight (queueing.fluid_backlog); both NULL without a capacity figure."""
+def backlog_rows(model: str, demand: Sequence[float], capacity_per_hour: float | None,
+                 carried_in: float = 0.0) -> list[dict[str, Any]]:
+    """One row per hour: over_capacity (demand above capacity; equal is not over), the fluid backlog at the start
+    and at the end of the hour (queueing.fluid_backlog), starting from the backlog `carried_in` at midnight (the
+    previous day's last); NULL without a capacity figure."""
     if capacity_per_hour is None:
-        return [{"model": model, "hour": h, "over_capacity": None, "backlog_tokens": None}
-                for h in range(len(demand))]
-    shortfall = capacity_shortfall(demand, capacity_per_hour)
-    return [{"model": model, "hour": h, "over_capacity": d > capacity_per_hour, "backlog_tokens": b}
-            for h, (d, b) in enumerate(zip(demand, shortfall.backlog, strict=True))]
+        return [{"model": model, "hour": h, "over_capacity": None, "backlog_start_tokens": None,
+                 "backlog_tokens": None} for h in range(len(demand))]
+    shortfall = capacity_shortfall(demand, capacity_per_hour, carried_in)
+    starts = [carried_in, *shortfall.backlog[:-1]]
+    return [{"model": model, "hour": h, "over_capacity": d > capacity_per_hour, "backlog_start_tokens": s,
+             "backlog_tokens": b}
+            for h, (d, s, b) in enumerate(zip(demand, starts, shortfall.backlog, strict=True))]
 
 
 _BACKLOG_SCHEMA = pa.schema([("model", pa.string()), ("hour", pa.int32()), ("over_capacity", pa.bool_()),
-                             ("backlog_tokens", pa.float64())])
+                             ("backlog_start_tokens", pa.float64()), ("backlog_tokens", pa.float64()),
+                             ("backlog_carried_from_day", pa.date32())])
+
+
+def carried_backlog(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, float]:
+    """model -> the fluid backlog at the end of the previous day's hour 23 (lake/infra/load_hourly of day - 1).
+
+    Demand left unserved at midnight is still unserved after it (seed 000's backlog is a queue, not a daily
+    quota), so the next day starts from it. A model the previous day has no file or no capacity figure for starts
+    from 0. Days of a ranged run are processed in order, so the previous day's file is the one just written.
+    """
+    path = lake.day_file(layout.lake, "infra", "load_hourly", window.day - timedelta(days=1))
+    if not path.is_file():
+        return {}
+    return {r["model"]: r["backlog_tokens"] for r in _rows(
+        con, f"SELECT model, backlog_tokens FROM read_parquet({quote_path(path)}) "
+             "WHERE hour = 23 AND backlog_tokens IS NOT NULL")}
 
 
 def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
@@ -324,15 +344,21 @@ def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window
     for row in _rows(con, "SELECT model, hour, output_tokens, daily_capacity_tokens FROM load_hourly_demand "
                           "ORDER BY model, hour"):
         hours.setdefault(row["model"], []).append(row)
+    carried = carried_backlog(con, layout, window)
+    previous_day = window.day - timedelta(days=1)
     backlog = []
     for model, curve in hours.items():
         daily = curve[0]["daily_capacity_tokens"]
-        backlog += backlog_rows(model, [h["output_tokens"] for h in curve],
-                                None if daily is None else daily / 24.0)
+        start = carried.get(model) if daily is not None else None
+        rows_of_model = backlog_rows(model, [h["output_tokens"] for h in curve],
+                                     None if daily is None else daily / 24.0, start or 0.0)
+        backlog += [{**r, "backlog_carried_from_day": previous_day if start is not None else None}
+                    for r in rows_of_model]
     _temp_table(con, "load_backlog", backlog, _BACKLOG_SCHEMA)
     rows = write_table(con, layout, window, "infra", "load_hourly")
     over = sum(1 for b in backlog if b["over_capacity"])
-    return {"rows": rows, "hours_over_capacity": over}
+    return {"rows": rows, "hours_over_capacity": over,
+            "backlog_carried_in": sum(v for m, v in carried.items() if m in hours)}
 
 
 # --- infra.capacity_plan_daily -------------------------------------------------------------------------------------

@@ -120,14 +120,17 @@ def seed_rule_replicas(peak_qps: float, p99_service_time_s: float, sla_wait_s: f
     return required, _ceil(required / (per_replica_concurrency * redundancy))
 
 
-def fluid_backlog(demand: Sequence[float], capacity: float | Sequence[float]) -> list[float]:
-    """Backlog at the end of each period: backlog_h = max(0, backlog_{h-1} + demand_h - capacity_h), from 0.
+def fluid_backlog(demand: Sequence[float], capacity: float | Sequence[float], initial: float = 0.0) -> list[float]:
+    """Backlog at the end of each period: backlog_h = max(0, backlog_{h-1} + demand_h - capacity_h), starting from
+    `initial` (the backlog carried in from before the first period, 0 by default).
 
     `capacity` is one figure for every period or one per period, in the same unit as `demand` (e.g. output
     tokens per hour). Work not done in a period is carried over, never lost.
     """
+    if not initial >= 0:
+        raise ValueError(f"initial backlog must be a number >= 0, got {initial}")
     capacities = _per_period(capacity, len(demand))
-    backlog, out = 0.0, []
+    backlog, out = float(initial), []
     for d, cap in zip(demand, capacities, strict=True):
         backlog = max(0.0, backlog + d - cap)
         out.append(backlog)
@@ -143,14 +146,16 @@ class Shortfall:
     backlog: list[float]
 
 
-def capacity_shortfall(demand: Sequence[float], capacity: float | Sequence[float]) -> Shortfall:
-    """Hours whose demand exceeds capacity, the largest fluid backlog and the backlog per hour.
+def capacity_shortfall(demand: Sequence[float], capacity: float | Sequence[float],
+                       initial: float = 0.0) -> Shortfall:
+    """Hours whose demand exceeds capacity, the largest fluid backlog and the backlog per hour, from the backlog
+    `initial` carried in (the previous day's last backlog).
 
     Seed 000: capacity 100/h, demand 40/h for 18 h and 160/h for 6 h is 1,680 of 2,400 (70%) a day, yet 6
     hours are over capacity, and a backlog of 360 builds when the six peak hours are consecutive.
     """
     capacities = _per_period(capacity, len(demand))
-    backlog = fluid_backlog(demand, capacities)
+    backlog = fluid_backlog(demand, capacities, initial)
     over = sum(1 for d, cap in zip(demand, capacities, strict=True) if d > cap)
     return Shortfall(over, max(backlog, default=0.0), backlog)
 
