@@ -61,6 +61,22 @@ def slo_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.M
     return for_each_day(context, ledger, _judged(ledger, "infra", "slo_daily"), needs_config=True)
 
 
+@dg.asset(key=["infra", "slo_hourly"], deps=[usage_hourly, deployments_daily], **_DAILY)
+def slo_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Attainment per ISL bucket hour by hour against the commitment, beside the model's whole-hour figure.
+
+    Grain: day x hour (0-23) x model x isl_bucket (every bucket of the policy in force, plus 'all').
+    Source: core.usage_hourly and config/slo.yaml. Definition: spec/metrics.md, 2; contract
+    data_contracts/infra_slo_hourly.odcs.yaml.
+    """
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+        version = judge_requests(con, ledger.layout, window)  # the day's policy and buckets per model
+        attach_usage(con, ledger.layout, window)
+        return {"rows": write_table(con, ledger.layout, window, "infra", "slo_hourly"), "slo_version": version}
+
+    return for_each_day(context, ledger, day_fn, needs_config=True)
+
+
 @dg.asset(key=["infra", "token_split_daily"], deps=[usage_hourly, deployments_daily], **_DAILY)
 def token_split_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Input as three figures (total, cached, recomputed) with cache hit ratio, overstatement and input:output.

@@ -83,13 +83,16 @@ def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
 @dg.asset(key=["infra", "load_hourly"], deps=[usage_hourly, gateway_requests, deployments_daily, capacity_daily],
           **_TABLE)
 def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The load curve against capacity: requests, arrival rate, busiest minute, output demand and recomputed input
-    rates per hour, the capacity token rate, hours over capacity and the fluid backlog carried from midnight.
+    """The load curve against capacity: requests, arrival rate, busiest second and minute, bursts above the
+    planning rate, output demand and input rates per hour, the capacity token rate, hours over capacity and the
+    fluid backlog carried across midnight, with failures by kind and the mean queue length (Little's law).
 
     Grain: day x hour (0-23) x model (every model in force, all 24 hours). Source: core.usage_hourly,
-    core.gateway_requests, infra.capacity_daily. Definition: spec/metrics.md, 6.
+    core.gateway_requests, infra.capacity_daily, the previous day's infra.load_hourly, config/slo.yaml (peak_basis).
+    Definition: spec/metrics.md, 6.
     """
-    return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window))
+    return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window),
+                        needs_config=True)
 
 
 @dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, load_hourly], **_TABLE)

@@ -9,7 +9,7 @@ so a reader sees the old day or the new day, never half a file or nothing (spec/
 import dagster as dg
 import duckdb
 
-from assets.accounting import goodput_hourly, slo_daily, token_split_daily, token_split_hourly
+from assets.accounting import goodput_hourly, slo_daily, slo_hourly, token_split_daily, token_split_hourly
 from assets.capacity import capacity_daily, capacity_plan_daily, load_hourly
 from assets.cost import cost_per_mtok_daily, cost_reconciliation_daily, tenant_showback_daily
 from assets.daily import for_each_day
@@ -23,7 +23,7 @@ from tokenledger.warehouse import refresh_views
 
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
                     capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
-                    cost_reconciliation_daily, load_hourly, capacity_plan_daily]
+                    cost_reconciliation_daily, load_hourly, capacity_plan_daily, slo_hourly]
 
 
 @dg.asset(key=["publish", "exports"], deps=PUBLISHED_ASSETS, partitions_def=daily_partitions,

@@ -108,7 +108,8 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
     assert [c.name for c in table.columns if c.primary_key] == {
         "usage_hourly": ["day", "hour", "model", "deployment_id", "tenant_id", "isl_bucket"],
         "token_split_daily": ["day", "model"], "token_split_hourly": ["day", "hour", "model"],
-        "slo_daily": ["day", "model", "isl_bucket"], "capacity_daily": ["day", "model", "deployment_id"],
+        "slo_daily": ["day", "model", "isl_bucket"], "slo_hourly": ["day", "hour", "model", "isl_bucket"],
+        "capacity_daily": ["day", "model", "deployment_id"],
         "goodput_hourly": ["day", "hour", "model", "deployment_id"], "load_hourly": ["day", "hour", "model"],
         "capacity_plan_daily": ["day", "model", "deployment_id"]}[ref.name]
     broken = {name: n for name, q in _violations(table) if (n := _query(week, q, ref)[0][0])}

@@ -334,8 +334,7 @@ def carried_backlog(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: 
 def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
     """Write infra.load_hourly for the day: the load curve (sql/load_hourly_demand.sql), the backlog carried over
     its 24 hours per model here, then sql/load_hourly.sql."""
-    attach_day(con, layout, window, "day_requests", "core", "gateway_requests")
-    attach_day(con, layout, window, "day_deployments", "core", "deployments_daily")
+    judge_requests(con, layout, window)  # day_requests, day_deployments and the policy's peak_basis
     attach_day(con, layout, window, "day_usage", "core", "usage_hourly")
     attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
     text = "CREATE OR REPLACE TEMP TABLE load_hourly_demand AS " + statement("load_hourly_demand")
