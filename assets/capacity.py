@@ -95,13 +95,16 @@ def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
                         needs_config=True)
 
 
-@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, load_hourly], **_TABLE)
+@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, capacity_daily, load_hourly],
+          **_TABLE)
 def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The capacity plan: planning peak, Little's law, the least Erlang C slots for the wait target, replicas by
-    Erlang C and by seed 000's rule, the policy's headroom itemized, and GPUs needed against GPUs deployed.
+    Erlang C and by seed 000's rule, the policy's headroom itemized, seed 002's sizing (peak token rate / goodput
+    per GPU x headroom) beside it, the Lag in GPUs, and GPUs needed against GPUs deployed.
 
     Grain: day x model x deployment_id (every deployment in force). Source: core.gateway_requests,
-    core.deployments_daily, infra.load_hourly, config/slo.yaml. Definition: spec/metrics.md, 6.
+    core.deployments_daily, infra.capacity_daily, infra.load_hourly, config/slo.yaml. Definition:
+    spec/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
                         needs_config=True)

@@ -17,6 +17,8 @@ SELECT
     cache_policy,
     gpu_power_w,
     slots_per_replica,
+    scale_out_minutes,
+    warmup_minutes,
     hosting,
     rate_card,
     resource_ids,

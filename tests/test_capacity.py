@@ -304,6 +304,10 @@ def erlang_c_textbook(c: int, a: float) -> float:
 
 
 def test_capacity_plan_worked_by_hand(home: Path) -> None:
+    # m70 declares a scale-out of 12 minutes and a warm-up of 3: a Lag of 15 minutes.
+    inventory = home / "config" / "deployments.yaml"
+    inventory.write_text(DEPLOYMENTS_YAML.replace("    model: m70\n", "    model: m70\n    scale_out_minutes: 12\n"
+                                                  "    warmup_minutes: 3\n", 1))
     five_s = timedelta(seconds=5)
     t10 = T0 + timedelta(hours=10)
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
@@ -360,13 +364,38 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     load = {r["hour"]: r for r in rows(home, "infra", "load_hourly", DAY, where="model = 'm70'")}
     assert load[10]["peak_minute_arrival_rate"] == pytest.approx(12 / 60)
     assert load[10]["capacity_token_rate"] == pytest.approx(3000 / 1800)
+    assert (plan["slots_per_replica_used"], plan["slots_per_replica_source"]) == (48.0, "inventory")
+
+    # Seed 002's sizing beside it: the peak window's 60 requests of 50 output tokens = 3,000 tokens / 300 s = 10 tok/s,
+    # over the day's capacity of 3,000 / 1,800 / 24 tok/s per GPU (the demonstrated window above) = 144 GPUs before
+    # headroom; x 1.334025 + 8 failure GPUs = 200.10. It binds: 181.43 more than Erlang C's 18.67, a deficit of
+    # 176.10 against the 24 deployed (the day's capacity was only demonstrated on 60 requests).
+    per_gpu = 3000 / 1800 / 24
+    assert plan["peak_output_tokens"] == 3000 and plan["peak_output_token_rate"] == pytest.approx(10.0)
+    assert (plan["capacity_goodput_per_gpu"], plan["capacity_source"]) == (pytest.approx(per_gpu), "demonstrated")
+    assert plan["goodput_sizing_base_gpus"] == pytest.approx(144.0)
+    assert plan["gpus_needed_goodput"] == pytest.approx(144 * 1.334025 + 8) == 200.0996
+    assert plan["replicas_needed_goodput"] == 26  # 200.10 / 8, rounded up
+    assert plan["gpus_needed_difference"] == pytest.approx(200.0996 - 18.6722)
+    assert (plan["gpus_needed_binding"], plan["binding_sizing"]) == (pytest.approx(200.0996), "goodput")
+    assert plan["gpu_surplus_binding"] == pytest.approx(24 - 200.0996)
+    # Lag: 12 + 3 = 15 minutes. The 5 minutes from 09:45, 15 minutes before the peak, had no request: the output
+    # rate grows by the whole 10 tok/s while a scale-out is under way, 10 / per_gpu = 144 GPUs.
+    assert (plan["scale_out_minutes"], plan["warmup_minutes"], plan["lag_minutes"]) == (12.0, 3.0, 15)
+    assert plan["lag_growth_token_rate"] == pytest.approx(10.0)
+    assert plan["lag_gpus"] == pytest.approx(144.0)
     assert plan["plan_note"] == ("60 requests in the busiest 5 minutes (10:00–10:05 UTC) at 1.5 s each: 0.3 Erlangs; "
-                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01")
+                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01; seed 002: 10 output tok/s at the "
+                                 "peak / 0.06944 tok/s per GPU = 144 GPUs before headroom, 200 with it")
 
     # A deployment without requests needs no slot, and keeps its failure headroom.
     idle = by_deployment(home, "capacity_plan_daily")["m8-onprem"]
     assert (idle["peak_arrival_rate"], idle["erlang_c_slots"], idle["replicas_needed_erlang"]) == (0.0, 0, 0)
     assert (idle["gpus_needed"], idle["gpus_deployed"], idle["gpu_surplus"]) == (1.0, 4.0, 3.0)
+    # m8 has no capacity figure, so no seed 002 sizing: GPUs needed for the verdict are Erlang C's.
+    assert (idle["gpus_needed_goodput"], idle["gpus_needed_binding"], idle["binding_sizing"]) == (None, 1.0,
+                                                                                                  "erlang_c")
+    assert idle["lag_minutes"] is None and idle["lag_gpus"] is None
 
 
 # --- a load test of another day -------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from tokenledger.paths import HomeLayout
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
+    goodput_gpus_needed,
     gpus_needed,
     least_slots,
     littles_law_concurrency,
@@ -362,22 +363,65 @@ def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window
 
 # --- infra.capacity_plan_daily -------------------------------------------------------------------------------------
 
+def planning_slots(inputs: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """The concurrent requests one replica holds within SLO and where that figure comes from: the inventory's
+    slots_per_replica, else the concurrency a verified load test measured at lambda_slo_max (Little's law on that
+    step, per replica under test), else none."""
+    if inputs.get("slots_per_replica") is not None:
+        return float(inputs["slots_per_replica"]), "inventory"
+    measured = inputs.get("loadtest_slots_per_replica")
+    if measured is not None and measured > 0:
+        return float(measured), "loadtest"
+    return None, None
+
+
+def _headroom(inputs: Mapping[str, Any]) -> Headroom:
+    return Headroom(inputs["headroom_n_minus_k"], inputs["headroom_scaling_lag_pct"],
+                    inputs["headroom_forecast_error_pct"], inputs["headroom_release_pct"],
+                    inputs["headroom_jitter_pct"])
+
+
+def goodput_sizing(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Seed 002's sizing beside the Erlang C plan: GPUs needed ~ the planning peak's output token rate / the
+    capacity goodput per GPU x the policy's headroom (queueing.goodput_gpus_needed); NULL without a capacity figure.
+    The Lag (the inventory's scale-out plus warm-up minutes) in GPUs: how much the output token rate grew over that
+    many minutes before the planning peak, at the capacity goodput per GPU."""
+    per_gpu = inputs.get("capacity_goodput_per_gpu")
+    out: dict[str, Any] = {"goodput_sizing_base_gpus": None, "gpus_needed_goodput": None,
+                           "replicas_needed_goodput": None, "lag_growth_token_rate": None, "lag_gpus": None}
+    lag = inputs.get("lag_minutes")
+    if lag is not None and inputs.get("lag_start_output_token_rate") is not None:
+        out["lag_growth_token_rate"] = max(0.0, inputs["peak_output_token_rate"]
+                                           - inputs["lag_start_output_token_rate"])
+    if not per_gpu or per_gpu <= 0:
+        return out
+    need = goodput_gpus_needed(inputs["peak_output_token_rate"], per_gpu, inputs["gpus_per_replica"],
+                               _headroom(inputs))
+    out.update(goodput_sizing_base_gpus=need.base_gpus, gpus_needed_goodput=need.gpus_needed,
+               replicas_needed_goodput=need.replicas_needed)
+    if out["lag_growth_token_rate"] is not None:
+        out["lag_gpus"] = out["lag_growth_token_rate"] / per_gpu
+    return out
+
+
 def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The plan of one deployment from its row of sql/capacity_plan_inputs.sql, with tokenledger/queueing.py.
 
     Erlang C needs a mean service time: a deployment with arrivals but no successful request has no slot count,
     no replicas and no GPUs needed (the note says so); one without arrivals needs 0 slots and keeps only the
-    failure headroom.
+    failure headroom. Replicas need the slots one replica holds (planning_slots): without them the slots are
+    computed but not turned into replicas. Seed 002's sizing is computed beside it (goodput_sizing); GPUs needed
+    for the verdict is the larger of the two, since the fleet must hold both the peak's concurrency and its tokens.
     """
     rate = inputs["peak_arrival_rate"]
     mean_s, p99_s = inputs["mean_service_time_s"], inputs["p99_service_time_s"]
     wait_s = inputs["queue_p99_ms"] / 1000.0
     target = 1.0 - inputs["attainment_target"]
-    slots_per_replica, gpus_per_replica = inputs["slots_per_replica"], inputs["gpus_per_replica"]
-    headroom = Headroom(inputs["headroom_n_minus_k"], inputs["headroom_scaling_lag_pct"],
-                        inputs["headroom_forecast_error_pct"], inputs["headroom_release_pct"],
-                        inputs["headroom_jitter_pct"])
-    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"], "seed_rule_redundancy": SEED_RULE_REDUNDANCY}
+    gpus_per_replica = inputs["gpus_per_replica"]
+    slots_per_replica, slots_source = planning_slots(inputs)
+    headroom = _headroom(inputs)
+    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"], "seed_rule_redundancy": SEED_RULE_REDUNDANCY,
+                           "slots_per_replica_used": slots_per_replica, "slots_per_replica_source": slots_source}
     timed = bool(mean_s) and mean_s > 0
     if rate == 0:
         slots, load, p_wait = 0, 0.0, None
@@ -397,23 +441,42 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 f"({_span(inputs['peak_window_start'], inputs['peak_window_end'])} UTC) at {mean_s:.3g} s each: "
                 f"{load:.3g} Erlangs; {slots} slots give P(wait > {inputs['queue_p99_ms']:g} ms) = {p_wait:.3g} "
                 f"<= {target:.3g}")
+    if slots_source == "loadtest":
+        note += (f"; {slots_per_replica:.3g} slots per replica measured by Little's law at the verified load test's "
+                 "lambda_slo_max (the inventory has no slots_per_replica)")
+    elif slots_source is None:
+        note += ("; no slots_per_replica in the inventory and no verified load test to measure it: replicas by "
+                 "Erlang C cannot be planned")
     out.update(offered_load=load, erlang_c_slots=slots, p_wait_over_limit=p_wait)
-    if rate > 0 and p99_s is None:
+    if slots_per_replica is None or (rate > 0 and p99_s is None):
         out["seed_rule_required_concurrency"] = out["replicas_needed_seed_rule"] = None
     else:
         required, replicas = seed_rule_replicas(rate, p99_s or 0.0, wait_s, slots_per_replica, SEED_RULE_REDUNDANCY)
         out["seed_rule_required_concurrency"], out["replicas_needed_seed_rule"] = required, replicas
-    if slots is None:
+    if slots is None or slots_per_replica is None:
         out.update(replicas_needed_erlang=None, headroom_pct_total=None, base_gpus=None, gpus_needed=None,
                    replicas_needed=None, headroom_failure_gpus=None,
                    **{f"headroom_{k}_gpus": None for k in headroom.percentages()})
     else:
-        replicas = math.ceil(slots / slots_per_replica)
+        replicas = math.ceil(round(slots / slots_per_replica, 9))
         need = gpus_needed(replicas, gpus_per_replica, headroom)
         out.update(replicas_needed_erlang=replicas, headroom_pct_total=need.pct_factor - 1.0,
                    base_gpus=need.base_gpus, gpus_needed=need.gpus_needed, replicas_needed=need.replicas_needed,
                    headroom_failure_gpus=need.failure_gpus,
                    **{f"headroom_{k}_gpus": v for k, v in need.pct_gpus.items()})
+    sizing = goodput_sizing(inputs)
+    out.update(sizing)
+    both = [g for g in (out["gpus_needed"], sizing["gpus_needed_goodput"]) if g is not None]
+    out["gpus_needed_binding"] = max(both) if both else None
+    out["binding_sizing"] = (None if not both else "goodput" if out["gpus_needed"] is None
+                             or (sizing["gpus_needed_goodput"] or 0) > out["gpus_needed"] else "erlang_c")
+    out["gpus_needed_difference"] = (None if len(both) < 2 else sizing["gpus_needed_goodput"] - out["gpus_needed"])
+    if sizing["gpus_needed_goodput"] is not None:
+        note += (f"; seed 002: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
+                 f"{inputs['capacity_goodput_per_gpu']:.4g} tok/s per GPU = {sizing['goodput_sizing_base_gpus']:.3g}"
+                 f" GPUs before headroom, {sizing['gpus_needed_goodput']:.3g} with it")
+    else:
+        note += "; seed 002's sizing needs a capacity goodput per GPU, and the day has none"
     out["plan_note"] = note
     return out
 
@@ -426,7 +489,11 @@ _PLAN_SCHEMA = pa.schema([
     ("headroom_scaling_lag_gpus", pa.float64()), ("headroom_forecast_error_gpus", pa.float64()),
     ("headroom_release_gpus", pa.float64()), ("headroom_jitter_gpus", pa.float64()),
     ("headroom_failure_gpus", pa.float64()), ("gpus_needed", pa.float64()), ("replicas_needed", pa.int64()),
-    ("plan_note", pa.string()),
+    ("plan_note", pa.string()), ("slots_per_replica_used", pa.float64()), ("slots_per_replica_source", pa.string()),
+    ("goodput_sizing_base_gpus", pa.float64()), ("gpus_needed_goodput", pa.float64()),
+    ("replicas_needed_goodput", pa.int64()), ("gpus_needed_difference", pa.float64()),
+    ("gpus_needed_binding", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
+    ("lag_gpus", pa.float64()),
 ])
 
 
@@ -435,6 +502,7 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     here (plan_figures), then sql/capacity_plan_daily.sql."""
     judge_requests(con, layout, window)
     attach_day(con, layout, window, "day_load_hourly", "infra", "load_hourly")
+    attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
     text = "CREATE OR REPLACE TEMP TABLE capacity_plan_inputs AS " + statement("capacity_plan_inputs")
     con.execute(text, used_params(text, window.params()))
     figures = [plan_figures(row) for row in _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")]

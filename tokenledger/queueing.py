@@ -219,9 +219,26 @@ def gpus_needed(replicas: int, gpus_per_replica: int, headroom: Headroom) -> Gpu
     """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (spec/metrics.md, section 6)."""
     if replicas < 0 or gpus_per_replica < 1:
         raise ValueError("replicas must be >= 0 and gpus_per_replica >= 1")
+    return _with_headroom(replicas, float(replicas * gpus_per_replica), gpus_per_replica, headroom)
+
+
+def goodput_gpus_needed(peak_token_rate: float, goodput_per_gpu: float, gpus_per_replica: int,
+                        headroom: Headroom) -> GpuNeed:
+    """Seed 002's first sizing: GPUs needed ~ peak token rate / sustainable goodput per GPU x headroom.
+
+    The base is peak_token_rate / goodput_per_gpu GPUs (not rounded: the estimate the seed writes), the policy's
+    percentages multiply it and the failure replicas are added at full size, as in gpus_needed; `replicas` is the
+    base rounded up to whole replicas.
+    """
+    if peak_token_rate < 0 or not goodput_per_gpu > 0 or gpus_per_replica < 1:
+        raise ValueError("peak token rate must be >= 0, goodput per GPU > 0 and gpus_per_replica >= 1")
+    base = peak_token_rate / goodput_per_gpu
+    return _with_headroom(_ceil(base / gpus_per_replica), base, gpus_per_replica, headroom)
+
+
+def _with_headroom(replicas: int, base: float, gpus_per_replica: int, headroom: Headroom) -> GpuNeed:
     if headroom.n_minus_k < 0 or any(p < 0 for p in headroom.percentages().values()):
         raise ValueError(f"headroom items must be >= 0: {headroom}")
-    base = float(replicas * gpus_per_replica)
     running, parts = base, {}
     for name, pct in headroom.percentages().items():
         parts[name] = running * pct
