@@ -14,7 +14,7 @@ from assets.daily import DayFn, for_each_day
 from assets.ingest import deployments_daily, gateway_requests
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
-from tokenledger.accounting import attach_usage, judge_requests, slo_version_in_force, write_table
+from tokenledger.accounting import attach_inputs, attach_usage, judge_requests, slo_version_in_force, write_table
 from tokenledger.ingest import DayWindow
 
 _DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "accounting",
@@ -29,9 +29,12 @@ def _judged(ledger: LedgerResource, schema: str, table: str) -> DayFn:
     return day_fn
 
 
-def _from_usage(ledger: LedgerResource, table: str, with_slo_version: bool) -> DayFn:
-    """A day function writing an infra table from core.usage_hourly and the day's deployments."""
+def _from_usage(ledger: LedgerResource, table: str, with_slo_version: bool, with_requests: bool = False) -> DayFn:
+    """A day function writing an infra table from core.usage_hourly and the day's deployments (and, for a table
+    that needs a distribution the cube cannot give, the day's requests)."""
     def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+        if with_requests:
+            attach_inputs(con, ledger.layout, window)
         attach_usage(con, ledger.layout, window)
         params: dict[str, Any] = {}
         if with_slo_version:
@@ -77,13 +80,16 @@ def slo_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
     return for_each_day(context, ledger, day_fn, needs_config=True)
 
 
-@dg.asset(key=["infra", "token_split_daily"], deps=[usage_hourly, deployments_daily], **_DAILY)
+@dg.asset(key=["infra", "token_split_daily"], deps=[usage_hourly, gateway_requests, deployments_daily], **_DAILY)
 def token_split_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """Input as three figures (total, cached, recomputed) with cache hit ratio, overstatement and input:output.
+    """Input as three figures (total, cached, recomputed) with cache hit ratio, overstatement and input:output,
+    and the workload: ISL and OSL quantiles of successful requests and their correlation.
 
-    Grain: day x model (every model in force). Source: core.usage_hourly. Definition: spec/metrics.md, 3.
+    Grain: day x model (every model in force). Source: core.usage_hourly, core.gateway_requests.
+    Definition: spec/metrics.md, 3; docs/metrics-decisions.md (Workload).
     """
-    return for_each_day(context, ledger, _from_usage(ledger, "token_split_daily", with_slo_version=False))
+    return for_each_day(context, ledger, _from_usage(ledger, "token_split_daily", with_slo_version=False,
+                                                     with_requests=True))
 
 
 @dg.asset(key=["infra", "token_split_hourly"], deps=[usage_hourly, deployments_daily], **_DAILY)

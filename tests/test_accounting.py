@@ -239,13 +239,19 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
     result = materialize(DAY, selection=ACCOUNTING)
     assert result.success, failure_text(result)
     daily = {r["model"]: r for r in rows(home, "infra", "token_split_daily", DAY)}
+    # The workload (ISL and OSL distributions) is over the two requests served in full, s1 and s3: 49,000 in and
+    # 200 out each; with no spread there is no correlation.
+    same = {"workload_requests": 2, "isl_mean": 49_000.0, "isl_max": 49_000, "osl_mean": 200.0, "osl_max": 200,
+            "isl_osl_correlation": None, **{f"isl_p{q}": 49_000.0 for q in (10, 50, 90, 99)},
+            **{f"osl_p{q}": 200.0 for q in (10, 50, 90, 99)}}
     assert daily["moe"] == {"day": D, "model": "moe", "requests": 4, "input_total": 147_000,
                             "input_cached": 141_120, "input_recomputed": 5_880, "cache_hit_ratio": pytest.approx(0.96),
-                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0}
+                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0, **same}
     # Models in force without requests: zeros and no ratios.
+    none = {"workload_requests": 0, **{k: None for k in same if k != "workload_requests"}}
     assert daily["m8"] == {"day": D, "model": "m8", "requests": 0, "input_total": 0, "input_cached": 0,
                            "input_recomputed": 0, "cache_hit_ratio": None, "input_overstatement": None,
-                           "output_tokens": 0, "input_output_ratio": None}
+                           "output_tokens": 0, "input_output_ratio": None, **none}
 
     hourly = {(r["model"], r["hour"]): r for r in rows(home, "infra", "token_split_hourly", DAY)}
     assert len(hourly) == 3 * 24  # m70, m8, moe: every hour

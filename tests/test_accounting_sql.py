@@ -1,6 +1,7 @@
-"""Hour-by-hour SLO figures on a small hand-made usage cube, run straight through sql/slo_hourly.sql and
-sql/goodput_hourly.sql (no Dagster): attainment per ISL bucket per hour (seed 003: never only the whole-model mean)
-and the capacity-top signal (raw throughput up, SLO goodput down)."""
+"""Accounting formulas on small hand-made tables, run straight through their SQL files (no Dagster): attainment per
+ISL bucket per hour (sql/slo_hourly.sql; seed 003: never only the whole-model mean), the capacity-top signal
+(sql/goodput_hourly.sql: raw throughput up, SLO goodput down) and the workload's ISL/OSL distribution
+(sql/token_split_daily.sql)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,26 @@ def test_raw_throughput_up_while_goodput_down_is_flagged() -> None:
     assert got[0]["capacity_top"] is None and got[1]["capacity_top"] is False
     assert got[10]["raw_throughput"] == pytest.approx(1500 / 3600)
     assert got[10]["slo_goodput"] == pytest.approx(900 / 3600)
+
+
+def test_the_workload_distribution_of_served_requests() -> None:
+    """Seed 002's Workload: ISL and OSL quantiles (linear interpolation) and their correlation over the requests
+    served in full, on infra.token_split_daily's SQL."""
+    con = duckdb.connect()
+    served = [(100, 10), (200, 20), (300, 30), (400, 40), (1000, 100)]
+    _table(con, "day_requests", [{"model": "m", "status": "ok", "input_tokens": i, "output_tokens": o}
+                                 for i, o in served]
+           + [{"model": "m", "status": "cancelled", "input_tokens": 50_000, "output_tokens": 1}])
+    con.execute("CREATE TABLE day_deployments AS SELECT 'm' AS model")
+    con.execute("CREATE TABLE day_usage AS SELECT 'm' AS model, 6 AS requests, 52_000 AS input_total, "
+                "0 AS input_cached, 52_000 AS input_recomputed, 201 AS output_tokens")
+    text = statement("token_split_daily")
+    cursor = con.execute(text, used_params(text, PARAMS))
+    row = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
+    # ISL 100, 200, 300, 400, 1,000 (the cancelled 50,000 is left out): p10 at position 0.4 = 140, median 300,
+    # p90 at 3.6 = 400 + 0.6 x 600 = 760, p99 at 3.96 = 976; mean 400. OSL is ISL / 10 throughout: r = 1.
+    assert row["workload_requests"] == 5
+    assert [row[f"isl_p{q}"] for q in (10, 50, 90, 99)] == pytest.approx([140, 300, 760, 976])
+    assert [row[f"osl_p{q}"] for q in (10, 50, 90, 99)] == pytest.approx([14, 30, 76, 97.6])
+    assert (row["isl_mean"], row["isl_max"], row["osl_mean"], row["osl_max"]) == (400.0, 1000, 40.0, 100)
+    assert row["isl_osl_correlation"] == pytest.approx(1.0)
