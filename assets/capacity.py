@@ -113,11 +113,12 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
 @dg.asset(key=["reports", "capacity_review"], deps=[dg.AssetKey(["publish", "exports"])],
           kinds={"html", "markdown"}, **_DAILY)
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The day's capacity review (seed 002's template), one section per model and configuration, with charts:
-    $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
+    """The day's capacity review (seed 002's template), led by a verdict per model, then one section per model and
+    configuration, with charts: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
 
     Grain: one report per UTC day. Source: the day's published infra and finance tables and the $/MTok under SLO
     of every published day up to it. Definition: spec/published.md, Reports.
     """
-    return for_each_day(context, ledger, lambda con, window, _: build_capacity_review(con, ledger.layout, window),
+    return for_each_day(context, ledger,
+                        lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id),
                         needs_config=True)

@@ -10,6 +10,7 @@ Decisions: docs/decisions.md, "Capacity".
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
+from tokenledger.publishing import manifest_path
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
@@ -523,10 +525,11 @@ def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
     return _rows(con, f"SELECT * FROM read_parquet({quote_path(path)})")
 
 
-def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> list[dict[str, Any]]:
-    """finance.cost_per_mtok_daily of every published day up to this one (day, model, deployment, currency)."""
+def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
+             columns: str) -> list[dict[str, Any]]:
+    """`columns` of a published table on every published day up to this one (the review's trends)."""
     files = []
-    for path in sorted((layout.exports / "finance" / "cost_per_mtok_daily").glob(f"day=*/{lake.DATA_FILE}")):
+    for path in sorted((layout.exports / schema / table).glob(f"day=*/{lake.DATA_FILE}")):
         try:
             if date.fromisoformat(path.parent.name.removeprefix("day=")) <= window.day:
                 files.append(path)
@@ -534,12 +537,22 @@ def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
             continue
     if not files:
         return []
-    return _rows(con, "SELECT day, model, deployment_id, currency, cost_per_mtok_goodput FROM read_parquet(["
-                 + ", ".join(quote_path(p) for p in files) + "], union_by_name = true) ORDER BY day, deployment_id")
+    return _rows(con, f"SELECT {columns} FROM read_parquet(["
+                 + ", ".join(quote_path(p) for p in files) + "], union_by_name = true) ORDER BY ALL")
 
 
-def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> Review:
-    """The published rows of the day (and the cost history up to it) and the SLO policy they were judged by."""
+def _published_run(layout: HomeLayout, day: date) -> str | None:
+    """The Dagster run that published the day's files, from the day's manifest (tokenledger/publishing.py)."""
+    try:
+        return json.loads(manifest_path(layout, day).read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                  run_id: str | None = None) -> Review:
+    """The published rows of the day (and the cost and peak history up to it) and the SLO policy they were judged
+    by; `run_id` is the run writing the review."""
     judge_requests(con, layout, window)
     policy = {r["model"]: {**r, "isl_buckets": []} for r in _rows(con, "SELECT * FROM day_slo_policy")}
     for bucket in _rows(con, "SELECT model, isl_bucket, ttft_limit_ms FROM day_slo_isl_bucket "
@@ -555,9 +568,18 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         plan=_published(con, layout, window, "infra", "capacity_plan_daily"),
         load=_published(con, layout, window, "infra", "load_hourly"),
         slo=_published(con, layout, window, "infra", "slo_daily"),
-        cost_history=_cost_history(con, layout, window),
+        cost_history=_history(con, layout, window, "finance", "cost_per_mtok_daily",
+                              "day, model, deployment_id, currency, cost_per_mtok_goodput, cost_total, "
+                              "compliant_output_tokens"),
         policy=policy,
         deployments=deployments,
+        tokens=_published(con, layout, window, "infra", "token_split_daily"),
+        slo_hourly=_published(con, layout, window, "infra", "slo_hourly"),
+        goodput=_published(con, layout, window, "infra", "goodput_hourly"),
+        plan_history=_history(con, layout, window, "infra", "capacity_plan_daily",
+                              "day, model, deployment_id, peak_output_token_rate"),
+        run_id=run_id,
+        published_run_id=_published_run(layout, window.day),
     )
 
 
@@ -577,9 +599,10 @@ def _write_text_atomically(target: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
+def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                          run_id: str | None = None) -> dict[str, Any]:
     """Write the day's capacity review, HTML and Markdown, each to a temporary name renamed into place."""
-    review = review_of_day(con, layout, window)
+    review = review_of_day(con, layout, window, run_id)
     html_path, md_path = report_paths(layout, window.day)
     _write_text_atomically(html_path, render_html(review))
     _write_text_atomically(md_path, render_markdown(review))
