@@ -20,9 +20,14 @@ workload AS (
         (avg(output_tokens::DECIMAL(18, 0)))::DOUBLE AS osl_mean,
         quantile_cont(output_tokens, [0.1, 0.5, 0.9, 0.99]) AS osl_q,
         max(output_tokens) AS osl_max,
-        -- Pearson's r needs spread on both sides; a constant ISL or OSL has none (NULL, not NaN).
-        CASE WHEN count(*) >= 3 AND stddev_pop(input_tokens) > 0 AND stddev_pop(output_tokens) > 0
-             THEN corr(input_tokens::DOUBLE, output_tokens::DOUBLE) END AS isl_osl_correlation
+        -- Pearson's r from exact integer sums (a parallel DOUBLE aggregate depends on thread timing, and a re-run
+        -- must be identical); it needs spread on both sides, so a constant ISL or OSL gives NULL, not NaN.
+        count(*)::HUGEINT AS n,
+        sum(input_tokens::HUGEINT) AS sx,
+        sum(output_tokens::HUGEINT) AS sy,
+        sum(input_tokens::HUGEINT * input_tokens) AS sxx,
+        sum(output_tokens::HUGEINT * output_tokens) AS syy,
+        sum(input_tokens::HUGEINT * output_tokens) AS sxy
     FROM day_requests
     WHERE status = 'ok'
     GROUP BY model
@@ -63,7 +68,10 @@ SELECT
     w.osl_q[3] AS osl_p90,
     w.osl_q[4] AS osl_p99,
     w.osl_max::BIGINT AS osl_max,
-    w.isl_osl_correlation
+    CASE WHEN w.n >= 3 AND w.n * w.sxx - w.sx * w.sx > 0 AND w.n * w.syy - w.sy * w.sy > 0
+         THEN (w.n * w.sxy - w.sx * w.sy)::DOUBLE
+              / sqrt((w.n * w.sxx - w.sx * w.sx)::DOUBLE * (w.n * w.syy - w.sy * w.sy)::DOUBLE) END
+        AS isl_osl_correlation
 FROM figures
 LEFT JOIN workload AS w USING (model)
 ORDER BY model

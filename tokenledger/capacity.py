@@ -351,15 +351,17 @@ def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window
     backlog = []
     for model, curve in hours.items():
         daily = curve[0]["daily_capacity_tokens"]
-        start = carried.get(model) if daily is not None else None
+        start = (carried.get(model) or 0.0) if daily is not None else 0.0
         rows_of_model = backlog_rows(model, [h["output_tokens"] for h in curve],
-                                     None if daily is None else daily / 24.0, start or 0.0)
-        backlog += [{**r, "backlog_carried_from_day": previous_day if start is not None else None}
-                    for r in rows_of_model]
+                                     None if daily is None else daily / 24.0, start)
+        # Named only when something was carried: a day whose previous night drained (the usual case) is then the
+        # same whether the previous day ran before it or not, so days run alone or in parallel stay identical.
+        backlog += [{**r, "backlog_carried_from_day": previous_day if start > 0 else None} for r in rows_of_model]
     _temp_table(con, "load_backlog", backlog, _BACKLOG_SCHEMA)
     rows = write_table(con, layout, window, "infra", "load_hourly")
     over = sum(1 for b in backlog if b["over_capacity"])
-    return {"rows": rows, "hours_over_capacity": over,
+    return {"rows": rows, "hours_over_capacity": over, "previous_day_found": bool(carried) or lake.day_file(
+                layout.lake, "infra", "load_hourly", previous_day).is_file(),
             "backlog_carried_in": sum(v for m, v in carried.items() if m in hours)}
 
 
