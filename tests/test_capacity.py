@@ -73,6 +73,13 @@ def run_day(day: str = DAY, **kwargs: Any) -> None:
     assert result.success, failure_text(result)
 
 
+# What infra.capacity_plan_daily is computed from, without the publishing, review and other accounting tables.
+CAPACITY_CHAIN = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "core/billing_charges",
+                  "core/cost_lines", "core/cost_allocation_daily", "finance/cost_per_mtok_daily",
+                  "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily", "infra/load_hourly",
+                  "infra/capacity_plan_daily"]
+
+
 # --- seed 000: 1,680 of 2,400 a day, yet 6 hours over capacity -------------------------------------------------
 
 SEED_RUN = """\
@@ -167,7 +174,7 @@ def test_a_backlog_left_at_midnight_is_served_the_next_morning(home: Path) -> No
     write_jsonl(gateway_dir(home, "2026-11-18") / "a.jsonl", [
         request(f"q{h}", model="m8", deployment_id="m8-onprem", output_tokens=40,
                 received_at=at(next_day + timedelta(hours=h, minutes=10))) for h in range(24)])
-    result = materialize(DAY, "2026-11-18")
+    result = materialize(DAY, "2026-11-18", selection=CAPACITY_CHAIN)
     assert result.success, failure_text(result)
 
     first = {r["hour"]: r for r in rows(home, "infra", "load_hourly", DAY, where="model = 'm8'")}
@@ -453,7 +460,7 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over_until_an_e
         "  - <<: *m70\n    gpus: 24\n    valid_from: 2026-11-16T12:00:00Z\n    valid_to: 2026-11-17T00:00:00Z\n"
         "  - <<: *m70\n    gpus: 24\n    engine_version: 0.7.0\n    valid_from: 2026-11-17T00:00:00Z\n"
         "    valid_to: null\n"))
-    run_day()
+    run_day(selection=["core/deployments_daily", "core/capacity_windows", "infra/capacity_daily"])
     m70 = by_deployment(home, "capacity_daily")["m70-h100"]
     assert (m70["capacity_source"], m70["capacity_verified"], m70["loadtest_run_id"]) == ("demonstrated", False, None)
     assert m70["capacity_goodput_per_gpu"] == pytest.approx(3000 / 1800 / 24)
