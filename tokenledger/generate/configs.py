@@ -97,16 +97,27 @@ def deployments_yaml(start: date, seed: int, requests_per_day: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def slo_yaml(start: date, seed: int) -> str:
-    buckets = "\n".join(
-        f'        - {{isl_bucket: "{name}", min_input_tokens: {lo}, max_input_tokens: '
+def _bucket_lines(buckets: tuple[tuple[str, int, int | None, int], ...], indent: str) -> str:
+    return "\n".join(
+        f'{indent}- {{isl_bucket: "{name}", min_input_tokens: {lo}, max_input_tokens: '
         f"{'null' if hi is None else hi}, ttft_limit_ms: {limit}}}"
-        for name, lo, hi, limit in ISL_BUCKETS
+        for name, lo, hi, limit in buckets
     )
-    overrides = "\n".join(
-        f"      {model}:\n" + "\n".join(f"        {k}: {v}" for k, v in keys.items())
-        for model, keys in MODEL_SLO_OVERRIDES.items()
-    )
+
+
+def _override_lines(keys: dict[str, object]) -> str:
+    lines = []
+    for k, v in keys.items():
+        if k == "isl_buckets" and isinstance(v, tuple):
+            lines.append("        isl_buckets:\n" + _bucket_lines(v, "          "))
+        else:
+            lines.append(f"        {k}: {v}")
+    return "\n".join(lines)
+
+
+def slo_yaml(start: date, seed: int) -> str:
+    buckets = _bucket_lines(ISL_BUCKETS, "        ")
+    overrides = "\n".join(f"      {model}:\n" + _override_lines(keys) for model, keys in MODEL_SLO_OVERRIDES.items())
     return (
         _header(
             "SLO policy: the default numbers of docs/configuration.md, one version from the first day.",
