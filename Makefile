@@ -9,7 +9,7 @@ DEMO_DAYS ?= 7
 DEMO_REQUESTS_PER_DAY ?= 200000
 DEMO_SEED ?= 7
 
-.PHONY: demo test ui bench lint constraints clean
+.PHONY: demo test ui bench lint constraints clean review-png
 
 # The environment: pinned versions (constraints.txt) installed into .venv, the project editable.
 $(BIN)/.installed-dev: pyproject.toml constraints.txt
@@ -29,6 +29,11 @@ test: $(BIN)/.installed-dev
 	$(BIN)/dagster definitions validate -m pipelines.definitions
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The demo's first review as the reader's first screen: headless Chromium at 1400 x 900 (apt-get install chromium);
+# prints whether the verdict table is above the fold.
+review-png: $(BIN)/.installed-dev
+	$(BIN)/python -m tokenledger.screenshot --home $(DEMO_HOME) --day $(DEMO_START) --width 1400 --height 900
 
 ui: $(BIN)/.installed-dev
 	$(BIN)/tokenledger ui --home $(DEMO_HOME)

@@ -14,7 +14,7 @@ from assets.daily import DayFn, for_each_day
 from assets.ingest import deployments_daily, gateway_requests
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
-from tokenledger.accounting import attach_usage, judge_requests, slo_version_in_force, write_table
+from tokenledger.accounting import attach_inputs, attach_usage, judge_requests, slo_version_in_force, write_table
 from tokenledger.ingest import DayWindow
 
 _DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "accounting",
@@ -29,9 +29,12 @@ def _judged(ledger: LedgerResource, schema: str, table: str) -> DayFn:
     return day_fn
 
 
-def _from_usage(ledger: LedgerResource, table: str, with_slo_version: bool) -> DayFn:
-    """A day function writing an infra table from core.usage_hourly and the day's deployments."""
+def _from_usage(ledger: LedgerResource, table: str, with_slo_version: bool, with_requests: bool = False) -> DayFn:
+    """A day function writing an infra table from core.usage_hourly and the day's deployments (and, for a table
+    that needs a distribution the cube cannot give, the day's requests)."""
     def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+        if with_requests:
+            attach_inputs(con, ledger.layout, window)
         attach_usage(con, ledger.layout, window)
         params: dict[str, Any] = {}
         if with_slo_version:
@@ -61,13 +64,32 @@ def slo_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.M
     return for_each_day(context, ledger, _judged(ledger, "infra", "slo_daily"), needs_config=True)
 
 
-@dg.asset(key=["infra", "token_split_daily"], deps=[usage_hourly, deployments_daily], **_DAILY)
-def token_split_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """Input as three figures (total, cached, recomputed) with cache hit ratio, overstatement and input:output.
+@dg.asset(key=["infra", "slo_hourly"], deps=[usage_hourly, deployments_daily], **_DAILY)
+def slo_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Attainment per ISL bucket hour by hour against the commitment, beside the model's whole-hour figure.
 
-    Grain: day x model (every model in force). Source: core.usage_hourly. Definition: spec/metrics.md, 3.
+    Grain: day x hour (0-23) x model x isl_bucket (every bucket of the policy in force, plus 'all').
+    Source: core.usage_hourly and config/slo.yaml. Definition: spec/metrics.md, 2; contract
+    data_contracts/infra_slo_hourly.odcs.yaml.
     """
-    return for_each_day(context, ledger, _from_usage(ledger, "token_split_daily", with_slo_version=False))
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+        version = judge_requests(con, ledger.layout, window)  # the day's policy and buckets per model
+        attach_usage(con, ledger.layout, window)
+        return {"rows": write_table(con, ledger.layout, window, "infra", "slo_hourly"), "slo_version": version}
+
+    return for_each_day(context, ledger, day_fn, needs_config=True)
+
+
+@dg.asset(key=["infra", "token_split_daily"], deps=[usage_hourly, gateway_requests, deployments_daily], **_DAILY)
+def token_split_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Input as three figures (total, cached, recomputed) with cache hit ratio, overstatement and input:output,
+    and the workload: ISL and OSL quantiles of successful requests and their correlation.
+
+    Grain: day x model (every model in force). Source: core.usage_hourly, core.gateway_requests.
+    Definition: spec/metrics.md, 3; docs/metrics-decisions.md (Workload).
+    """
+    return for_each_day(context, ledger, _from_usage(ledger, "token_split_daily", with_slo_version=False,
+                                                     with_requests=True))
 
 
 @dg.asset(key=["infra", "token_split_hourly"], deps=[usage_hourly, deployments_daily], **_DAILY)

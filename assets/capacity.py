@@ -83,22 +83,28 @@ def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
 @dg.asset(key=["infra", "load_hourly"], deps=[usage_hourly, gateway_requests, deployments_daily, capacity_daily],
           **_TABLE)
 def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The load curve against capacity: requests, arrival rate, busiest minute, output demand and recomputed input
-    rates per hour, the capacity token rate, hours over capacity and the fluid backlog carried from midnight.
+    """The load curve against capacity: requests, arrival rate, busiest second and minute, bursts above the
+    planning rate, output demand and input rates per hour, the capacity token rate, hours over capacity and the
+    fluid backlog carried across midnight, with failures by kind and the mean queue length (Little's law).
 
     Grain: day x hour (0-23) x model (every model in force, all 24 hours). Source: core.usage_hourly,
-    core.gateway_requests, infra.capacity_daily. Definition: spec/metrics.md, 6.
+    core.gateway_requests, infra.capacity_daily, the previous day's infra.load_hourly, config/slo.yaml (peak_basis).
+    Definition: spec/metrics.md, 6.
     """
-    return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window))
+    return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window),
+                        needs_config=True)
 
 
-@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, load_hourly], **_TABLE)
+@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, capacity_daily, load_hourly],
+          **_TABLE)
 def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The capacity plan: planning peak, Little's law, the least Erlang C slots for the wait target, replicas by
-    Erlang C and by seed 000's rule, the policy's headroom itemized, and GPUs needed against GPUs deployed.
+    Erlang C and by seed 000's rule, the policy's headroom itemized, seed 002's sizing (peak token rate / goodput
+    per GPU x headroom) beside it, the Lag in GPUs, and GPUs needed against GPUs deployed.
 
     Grain: day x model x deployment_id (every deployment in force). Source: core.gateway_requests,
-    core.deployments_daily, infra.load_hourly, config/slo.yaml. Definition: spec/metrics.md, 6.
+    core.deployments_daily, infra.capacity_daily, infra.load_hourly, config/slo.yaml. Definition:
+    spec/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
                         needs_config=True)
@@ -107,11 +113,12 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
 @dg.asset(key=["reports", "capacity_review"], deps=[dg.AssetKey(["publish", "exports"])],
           kinds={"html", "markdown"}, **_DAILY)
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The day's capacity review (seed 002's template), one section per model and configuration, with charts:
-    $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
+    """The day's capacity review (seed 002's template), led by a verdict per model, then one section per model and
+    configuration, with charts: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
 
     Grain: one report per UTC day. Source: the day's published infra and finance tables and the $/MTok under SLO
     of every published day up to it. Definition: spec/published.md, Reports.
     """
-    return for_each_day(context, ledger, lambda con, window, _: build_capacity_review(con, ledger.layout, window),
+    return for_each_day(context, ledger,
+                        lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id),
                         needs_config=True)

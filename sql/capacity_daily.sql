@@ -5,8 +5,8 @@
 -- capacity over the day's time-weighted GPUs, utilization, daily value at the list price and daily cost at
 -- capacity at the $/MTok under SLO of finance.cost_per_mtok_daily (both in the cost policy's currency), and the
 -- agent-task figures of the model. GPUs and power are time-weighted over the versions in force (a scale-up at noon
--- from 16 to 24 GPUs gives 20); gpu_type, tp, pp and quantization are those of the version in force at the end of
--- the day. Every deployment in force on the day has a row, with 0 tokens when it served none.
+-- from 16 to 24 GPUs gives 20); the configuration identity (gpu_type, tp, pp, quantization, model_version, engine,
+-- engine_version, cache_policy, gpus_per_replica) is that of the version in force at the end of the day. Every deployment in force on the day has a row, with 0 tokens when it served none.
 --
 -- Agent tasks are per model (a session's requests may reach any of the model's deployments), so every deployment
 -- row of a model carries the same task figures: a session is a (model, session_id) with at least one effective
@@ -20,6 +20,11 @@ WITH deployments AS (
         arg_max(tp, in_force_to) AS tp,
         arg_max(pp, in_force_to) AS pp,
         arg_max(quantization, in_force_to) AS quantization,
+        arg_max(model_version, in_force_to) AS model_version,
+        arg_max(engine, in_force_to) AS engine,
+        arg_max(engine_version, in_force_to) AS engine_version,
+        arg_max(cache_policy, in_force_to) AS cache_policy,
+        arg_max(gpus_per_replica, in_force_to) AS gpus_per_replica,
         sum(gpu_hours) AS gpu_hours,
         sum(gpu_hours * gpu_power_w) AS gpu_watt_hours
     FROM day_deployments
@@ -89,6 +94,11 @@ figures AS (
         d.tp,
         d.pp,
         d.quantization,
+        d.model_version,
+        d.engine,
+        d.engine_version,
+        d.cache_policy,
+        d.gpus_per_replica,
         d.gpu_watt_hours / nullif(d.gpu_hours, 0) AS gpu_power_w,
         d.gpu_watt_hours / 24.0 AS gpu_power_total_w,
         epoch($day_end::TIMESTAMPTZ - $day_start::TIMESTAMPTZ)::DOUBLE AS wall_time_s,
@@ -102,6 +112,9 @@ figures AS (
         k.lambda_slo_max,
         k.loadtest_run_id,
         k.demonstrated_goodput_per_gpu,
+        k.loadtest_slots_per_replica,
+        k.other_configuration_run_id,
+        k.other_configuration_differences,
         (SELECT currency FROM cost_policy) AS currency,
         (SELECT price_version FROM cost_policy) AS price_version,
         lp.output_per_mtok AS list_output_per_mtok,
@@ -163,6 +176,14 @@ SELECT
     price_version,
     coalesce(sessions, 0)::BIGINT AS sessions,
     mean_steps_per_session,
-    model_attainment
+    model_attainment,
+    model_version,
+    engine,
+    engine_version,
+    cache_policy,
+    gpus_per_replica,
+    loadtest_slots_per_replica,
+    other_configuration_run_id,
+    other_configuration_differences
 FROM figures
 ORDER BY model, deployment_id

@@ -3,7 +3,9 @@
 -- policy; capacity_plan_figures holds what tokenledger.capacity computed from them with tokenledger/queueing.py:
 -- Little's law, the least Erlang C slots with P(wait > queue_p99_ms) <= 1 - attainment_target, replicas both
 -- ways (Erlang C and seed 000's rule with its redundancy), and GPUs needed with the policy's headroom itemized
--- (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed).
+-- (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed); and seed 002's
+-- sizing beside it (the planning peak's output token rate / the capacity goodput per GPU x the same headroom), the
+-- difference between the two and the larger one that binds, and the Lag (scale-out plus warm-up) in GPUs.
 SELECT
     $day::DATE AS day,
     i.model,
@@ -49,7 +51,25 @@ SELECT
     f.headroom_failure_gpus,
     f.replicas_needed,
     f.plan_note,
-    i.slo_version
+    i.slo_version,
+    f.slots_per_replica_used,
+    f.slots_per_replica_source,
+    i.peak_output_tokens,
+    i.peak_output_token_rate,
+    i.capacity_goodput_per_gpu,
+    i.capacity_source,
+    f.goodput_sizing_base_gpus,
+    f.gpus_needed_goodput,
+    f.replicas_needed_goodput,
+    f.gpus_needed_difference,
+    f.gpus_needed_binding,
+    f.binding_sizing,
+    i.gpus_deployed - f.gpus_needed_binding AS gpu_surplus_binding,
+    i.scale_out_minutes,
+    i.warmup_minutes,
+    i.lag_minutes,
+    f.lag_growth_token_rate,
+    f.lag_gpus
 FROM capacity_plan_inputs AS i
 JOIN capacity_plan_figures AS f ON f.deployment_id = i.deployment_id
 ORDER BY i.model, i.deployment_id

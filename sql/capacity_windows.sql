@@ -7,8 +7,9 @@
 -- hold; the success rate meets its target; the P99s of queue, ITL and TPOT over successful requests are within
 -- their limits (a P99 no request recorded is not judged). Requests are judged by sql/requests_judged.sql.
 -- A window qualifies when it holds, its GPUs (time-weighted within the window) are above 0 and every inventory
--- version in force during it has the configuration of the end of the day (gpu_type, gpus_per_replica, tp, pp,
--- quantization): the figure describes that configuration. is_best marks the qualifying window with the highest
+-- version in force during it has the configuration of the end of the day (its identity: model and model_version,
+-- engine and engine_version, gpu_type, gpus_per_replica, tp, pp, quantization, cache_policy; an undeclared version
+-- equals an undeclared one): the figure describes that configuration. is_best marks the qualifying window with the highest
 -- compliant output / (window seconds * GPUs), the earliest on a tie.
 --
 -- Each request is placed in the windows that contain it by arithmetic on its offset from midnight (window k is
@@ -33,11 +34,15 @@ configuration AS (
     SELECT
         deployment_id,
         arg_max(model, in_force_to) AS model,
+        arg_max(model_version, in_force_to) AS model_version,
+        arg_max(engine, in_force_to) AS engine,
+        arg_max(engine_version, in_force_to) AS engine_version,
         arg_max(gpu_type, in_force_to) AS gpu_type,
         arg_max(gpus_per_replica, in_force_to) AS gpus_per_replica,
         arg_max(tp, in_force_to) AS tp,
         arg_max(pp, in_force_to) AS pp,
-        arg_max(quantization, in_force_to) AS quantization
+        arg_max(quantization, in_force_to) AS quantization,
+        arg_max(cache_policy, in_force_to) AS cache_policy
     FROM day_deployments
     GROUP BY deployment_id
 ),
@@ -61,8 +66,11 @@ window_gpus AS (
         w.window_index,
         sum(v.gpus * greatest(epoch(least(v.in_force_to, w.window_end) - greatest(v.in_force_from, w.window_start)),
                               0)) / epoch(w.window_end - w.window_start) AS gpus,
-        coalesce(bool_and(v.gpu_type = c.gpu_type AND v.gpus_per_replica = c.gpus_per_replica AND v.tp = c.tp
-                          AND v.pp = c.pp AND v.quantization = c.quantization)
+        coalesce(bool_and(v.model = c.model AND v.model_version IS NOT DISTINCT FROM c.model_version
+                          AND v.engine IS NOT DISTINCT FROM c.engine
+                          AND v.engine_version IS NOT DISTINCT FROM c.engine_version
+                          AND v.gpu_type = c.gpu_type AND v.gpus_per_replica = c.gpus_per_replica AND v.tp = c.tp
+                          AND v.pp = c.pp AND v.quantization = c.quantization AND v.cache_policy = c.cache_policy)
                      FILTER (WHERE v.in_force_to > w.window_start AND v.in_force_from < w.window_end),
                  false) AS configuration_matches
     FROM windows AS w

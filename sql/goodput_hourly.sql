@@ -1,6 +1,7 @@
 -- infra.goodput_hourly: per model, deployment and UTC hour (0-23), output produced and compliant output over
 -- the hour's 3,600 s, GPUs time-weighted within the hour, and the hour's attainment over all its requests
--- (not per ISL bucket: infra.slo_daily has those). Every deployment in force on the day has all 24 hours;
+-- (not per ISL bucket: infra.slo_daily and infra.slo_hourly have those), and the capacity-top signal: an hour whose
+-- raw throughput rose over the previous hour's while its SLO goodput fell. Every deployment in force has all 24 hours;
 -- an hour it was not in force has 0 GPUs and a NULL goodput per GPU.
 WITH hours AS (
     SELECT
@@ -59,6 +60,11 @@ SELECT
     effective_requests,
     compliant_requests,
     compliant_requests / nullif(effective_requests, 0) AS attainment,
-    $slo_version AS slo_version
+    $slo_version AS slo_version,
+    -- Seed 003's sign that capacity is exhausted: more raw throughput than the hour before, yet less SLO goodput.
+    -- Compared within the day only (hour 0 has no hour before it here: NULL).
+    output_tokens > lag(output_tokens) OVER w AND compliant_output_tokens < lag(compliant_output_tokens) OVER w
+        AS capacity_top
 FROM figures
+WINDOW w AS (PARTITION BY model, deployment_id ORDER BY hour)
 ORDER BY model, deployment_id, hour

@@ -1,5 +1,6 @@
 -- infra.slo_daily: per model, one row for every ISL bucket of its SLO policy (zero counts and NULL figures when
--- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2).
+-- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2). Failures are
+-- also counted by kind (error, timeout, disconnected, rejected), as seed 000's observability asks.
 -- Percentiles are over successful requests, with linear interpolation (quantile_cont). A bucket with fewer
 -- effective requests than min_requests_per_bucket is not judged on attainment (attainment_met NULL). A p99
 -- that no request had a value for is NULL, which is not a failure. The 'all' row's all_met is false when any
@@ -12,6 +13,10 @@ WITH stats AS (
         count(*) FILTER (WHERE is_success) AS successful_requests,
         count(*) FILTER (WHERE is_failure) AS failed_requests,
         count(*) FILTER (WHERE NOT is_effective) AS cancelled_requests,
+        count(*) FILTER (WHERE status = 'error') AS error_requests,
+        count(*) FILTER (WHERE status = 'timeout') AS timeout_requests,
+        count(*) FILTER (WHERE status = 'disconnected') AS disconnected_requests,
+        count(*) FILTER (WHERE status = 'rejected') AS rejected_requests,
         count(*) FILTER (WHERE is_compliant) AS compliant_requests,
         count(*) FILTER (WHERE is_itl_unknown) AS itl_unknown_requests,
         quantile_cont(ttft_ms, [0.5, 0.9, 0.99]) FILTER (WHERE is_success) AS ttft_q,
@@ -43,6 +48,10 @@ figures AS (
         coalesce(s.successful_requests, 0) AS successful_requests,
         coalesce(s.failed_requests, 0) AS failed_requests,
         coalesce(s.cancelled_requests, 0) AS cancelled_requests,
+        coalesce(s.error_requests, 0) AS error_requests,
+        coalesce(s.timeout_requests, 0) AS timeout_requests,
+        coalesce(s.disconnected_requests, 0) AS disconnected_requests,
+        coalesce(s.rejected_requests, 0) AS rejected_requests,
         coalesce(s.compliant_requests, 0) AS compliant_requests,
         coalesce(s.itl_unknown_requests, 0) AS itl_unknown_requests,
         s.ttft_q[1] AS ttft_p50_ms,
@@ -108,6 +117,10 @@ SELECT
     itl_p99_met,
     tpot_p99_met,
     CASE WHEN isl_bucket = 'all' THEN least(own_met, judged_buckets_met) ELSE own_met END AS all_met,
-    slo_version
+    slo_version,
+    error_requests,
+    timeout_requests,
+    disconnected_requests,
+    rejected_requests
 FROM buckets_met
 ORDER BY model, bucket_order NULLS LAST

@@ -157,7 +157,9 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                  "tpot_p50_ms": 30.0,                # sorted 20, 20, 20, 25, [30], 30, 30, 30, 30
                  "tpot_p99_ms": 30.0, "e2e_p99_ms": pct(e2e_a, 99),
                  "itl_unknown_share": 1 / 12, "attainment_met": True, "success_rate_met": True,
-                 "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True, "all_met": True},
+                 "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True, "all_met": True,
+                 # The 2 failures by kind: a12 rejected, a14 an error.
+                 "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1},
         # 5 requests, all ok; b02 (3000) and b05 (2600) exceed 2500 ms, b04 is exactly 2500 and complies.
         # Attainment 3/5 = 0.6 < 0.70: the bucket misses its target.
         "4k-32k": {"isl_bucket": "4k-32k", "effective_requests": 5, "successful_requests": 5, "failed_requests": 0,
@@ -167,7 +169,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                    "itl_p99_ms": pct(itl_b, 99), "tpot_p50_ms": 30.0, "tpot_p99_ms": 30.0,
                    "e2e_p99_ms": pct(e2e_b, 99), "itl_unknown_share": 0.0, "attainment_met": False,
                    "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True,
-                   "all_met": False},
+                   "all_met": False, "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0,
+                   "rejected_requests": 0},
         # c01 ok and compliant, c02 cancelled: 1 effective < 4, so attainment is shown but not judged.
         "32k-128k": {"isl_bucket": "32k-128k", "effective_requests": 1, "successful_requests": 1,
                      "failed_requests": 0, "cancelled_requests": 1, "compliant_requests": 1, "success_rate": 1.0,
@@ -175,14 +178,16 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                      "queue_p99_ms": 200.0, "itl_p99_ms": 55.0, "tpot_p50_ms": 25.0, "tpot_p99_ms": 25.0,
                      "e2e_p99_ms": 6500.0, "itl_unknown_share": 0.0, "attainment_met": None,
                      "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True,
-                     "all_met": True},
+                     "all_met": True, "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0,
+                     "rejected_requests": 0},
         # No requests: a row all the same, with zero counts and nothing judged.
         "128k+": {"isl_bucket": "128k+", "effective_requests": 0, "successful_requests": 0, "failed_requests": 0,
                   "cancelled_requests": 0, "compliant_requests": 0, "success_rate": None, "attainment": None,
                   "ttft_p50_ms": None, "ttft_p90_ms": None, "ttft_p99_ms": None, "queue_p99_ms": None,
                   "itl_p99_ms": None, "tpot_p50_ms": None, "tpot_p99_ms": None, "e2e_p99_ms": None,
                   "itl_unknown_share": None, "attainment_met": None, "success_rate_met": None,
-                  "queue_p99_met": None, "itl_p99_met": None, "tpot_p99_met": None, "all_met": None},
+                  "queue_p99_met": None, "itl_p99_met": None, "tpot_p99_met": None, "all_met": None,
+                  "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 0},
         # Whole model: 18 effective, 16 ok, 2 failed, 2 cancelled, 9 + 3 + 1 = 13 compliant.
         # Attainment 13/18 = 0.722 >= 0.70 and success 16/18 = 0.889 >= 0.80 pass, every P99 passes
         # (ITL: position 12.87 of 14 values, 85 + 0.87 * 16 = 98.92), yet all_met is false: bucket 4k-32k fails.
@@ -195,7 +200,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                 "tpot_p50_ms": pct(tpot_a + tpot_b + [25], 50), "tpot_p99_ms": 30.0,
                 "e2e_p99_ms": pct(e2e_a + e2e_b + [6500], 99), "itl_unknown_share": 1 / 18,
                 "attainment_met": True, "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True,
-                "tpot_p99_met": True, "all_met": False},
+                "tpot_p99_met": True, "all_met": False,
+                "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1},
     }
     # The hand arithmetic in the comments, checked against numpy's linear interpolation.
     assert (expected["0-4k"]["ttft_p90_ms"], expected["0-4k"]["queue_p99_ms"]) == pytest.approx((910, 236.5))
@@ -233,13 +239,19 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
     result = materialize(DAY, selection=ACCOUNTING)
     assert result.success, failure_text(result)
     daily = {r["model"]: r for r in rows(home, "infra", "token_split_daily", DAY)}
+    # The workload (ISL and OSL distributions) is over the two requests served in full, s1 and s3: 49,000 in and
+    # 200 out each; with no spread there is no correlation.
+    same = {"workload_requests": 2, "isl_mean": 49_000.0, "isl_max": 49_000, "osl_mean": 200.0, "osl_max": 200,
+            "isl_osl_correlation": None, **{f"isl_p{q}": 49_000.0 for q in (10, 50, 90, 99)},
+            **{f"osl_p{q}": 200.0 for q in (10, 50, 90, 99)}}
     assert daily["moe"] == {"day": D, "model": "moe", "requests": 4, "input_total": 147_000,
                             "input_cached": 141_120, "input_recomputed": 5_880, "cache_hit_ratio": pytest.approx(0.96),
-                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0}
+                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0, **same}
     # Models in force without requests: zeros and no ratios.
+    none = {"workload_requests": 0, **{k: None for k in same if k != "workload_requests"}}
     assert daily["m8"] == {"day": D, "model": "m8", "requests": 0, "input_total": 0, "input_cached": 0,
                            "input_recomputed": 0, "cache_hit_ratio": None, "input_overstatement": None,
-                           "output_tokens": 0, "input_output_ratio": None}
+                           "output_tokens": 0, "input_output_ratio": None, **none}
 
     hourly = {(r["model"], r["hour"]): r for r in rows(home, "infra", "token_split_hourly", DAY)}
     assert len(hourly) == 3 * 24  # m70, m8, moe: every hour
@@ -461,7 +473,9 @@ def test_goodput_with_a_mid_day_scale_up(home: Path) -> None:
         "day": D, "hour": 14, "model": "m70", "deployment_id": "m70-h100", "gpus": 24.0, "output_tokens": 500,
         "compliant_output_tokens": 300, "raw_throughput": 500 / 3600, "slo_goodput": 300 / 3600,
         "goodput_per_gpu": 300 / 3600 / 24, "effective_requests": 3, "compliant_requests": 1,
-        "attainment": 1 / 3, "slo_version": "v1"})
+        "attainment": 1 / 3, "slo_version": "v1",
+        # 13:00 produced nothing: at 14:00 raw throughput and goodput both rose, so not the capacity-top sign.
+        "capacity_top": False})
     # 15:00: the rejected g5 is effective and failed; 16:00: nothing.
     assert (hourly[("m70-h100", 15)]["effective_requests"], hourly[("m70-h100", 15)]["attainment"]) == (1, 0.0)
     assert hourly[("m70-h100", 16)]["effective_requests"] == 0 and hourly[("m70-h100", 16)]["attainment"] is None

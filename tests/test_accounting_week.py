@@ -19,8 +19,8 @@ from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import Table, load_contract, sql_literal
 from tokenledger.generate import generate_landing_zone
 
-START, END = "2026-11-16", "2026-11-22"  # Monday to Sunday; the 70B model scales 2 -> 3 replicas Thursday noon
-MODEL_70B, CODER = "llama-3.1-70b-instruct", "qwen3-coder-480b-a35b"
+START, END = "2026-11-16", "2026-11-22"  # Monday to Sunday; the 70B model scales 1 -> 2 replicas Thursday noon
+MODEL_70B, CODER = "llama-3.1-70b-instruct", "qwen3-coder-30b-a3b-instruct"
 ACCOUNTING_TABLES = [ref for ref in PUBLISHED_TABLES if ref.schema == "infra"] + [
     ref for ref in CORE_TABLES if ref.name == "usage_hourly"]
 
@@ -43,29 +43,23 @@ def _query(home: Path, sql: str, table: TableRef) -> list[tuple]:
     return con.execute(sql).fetchall()
 
 
-def test_raw_throughput_exceeds_goodput_in_the_peak_hours_only(week: Path) -> None:
+def test_a_lightly_loaded_fleet_keeps_goodput_with_raw_throughput(week: Path) -> None:
     ref = TableRef("infra", "goodput_hourly")
-    # Monday to Wednesday on two replicas: the business-hours peak (10:00-15:59 UTC, ~1.45x the mean arrival
-    # rate) runs the 70B deployment near saturation; nights (00:00-05:59, ~0.55x) are quiet.
-    (peak, night, peak_hours_behind, friday_peak), = _query(week, f"""
+    # The fleet is sized to the demo's 200,000 requests a weekday (tokenledger.generate.fleet); at 20,000 the 70B's
+    # one replica runs at ~6% even in the business-hours peak, so nearly every token produced is compliant at
+    # every hour. (At the demo volume the same peak falls behind: tests/test_demo_fleet.py.)
+    (peak, night), = _query(week, f"""
         SELECT
-            sum(slo_goodput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18')
-              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18'),
-            sum(slo_goodput) FILTER (WHERE hour BETWEEN 0 AND 5 AND day <= '2026-11-18')
-              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 0 AND 5 AND day <= '2026-11-18'),
-            count(*) FILTER (WHERE hour BETWEEN 10 AND 15 AND day <= '2026-11-18' AND raw_throughput > slo_goodput),
-            sum(slo_goodput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day = '2026-11-20')
-              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 10 AND 15 AND day = '2026-11-20')
-        FROM goodput_hourly WHERE model = '{MODEL_70B}'""", ref)
-    assert peak < 0.97, "in the peak hours goodput should fall clearly behind raw throughput"
-    assert night > 0.995, "at night nearly every token produced should be compliant"
-    assert peak_hours_behind == 3 * 6  # every peak hour of the three days
-    # On Friday, with three replicas, the same peak is served within SLO again.
-    assert friday_peak > 0.99
-    # The hours are in the published table too, with the GPUs of the scale-up: 16 until Thursday noon, then 24.
+            sum(slo_goodput) FILTER (WHERE hour BETWEEN 10 AND 15)
+              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 10 AND 15),
+            sum(slo_goodput) FILTER (WHERE hour BETWEEN 0 AND 5)
+              / sum(raw_throughput) FILTER (WHERE hour BETWEEN 0 AND 5)
+        FROM goodput_hourly WHERE model = '{MODEL_70B}' AND day <= '2026-11-18'""", ref)
+    assert peak > 0.99 and night > 0.99
+    # The hours are in the published table too, with the GPUs of the scale-up: 2 until Thursday noon, then 4.
     gpus = dict(_query(week, f"SELECT hour, gpus FROM goodput_hourly WHERE model = '{MODEL_70B}' "
                              "AND day = '2026-11-19'", ref))
-    assert (gpus[11], gpus[12]) == (16.0, 24.0)
+    assert (gpus[11], gpus[12]) == (2.0, 4.0)
     assert (week / "exports" / "infra" / "goodput_hourly" / "day=2026-11-18" / "data.parquet").is_file()
 
 
@@ -108,7 +102,8 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
     assert [c.name for c in table.columns if c.primary_key] == {
         "usage_hourly": ["day", "hour", "model", "deployment_id", "tenant_id", "isl_bucket"],
         "token_split_daily": ["day", "model"], "token_split_hourly": ["day", "hour", "model"],
-        "slo_daily": ["day", "model", "isl_bucket"], "capacity_daily": ["day", "model", "deployment_id"],
+        "slo_daily": ["day", "model", "isl_bucket"], "slo_hourly": ["day", "hour", "model", "isl_bucket"],
+        "capacity_daily": ["day", "model", "deployment_id"],
         "goodput_hourly": ["day", "hour", "model", "deployment_id"], "load_hourly": ["day", "hour", "model"],
         "capacity_plan_daily": ["day", "model", "deployment_id"]}[ref.name]
     broken = {name: n for name, q in _violations(table) if (n := _query(week, q, ref)[0][0])}

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLO_YAML, failure_text, gateway_dir, materialize, request, rows, write_jsonl
+from tests.conftest import (
+    DEPLOYMENTS_YAML,
+    SLO_YAML,
+    failure_text,
+    gateway_dir,
+    materialize,
+    request,
+    rows,
+    write_jsonl,
+)
 
 DAY = "2026-11-17"
 T0 = datetime(2026, 11, 17, tzinfo=UTC)
@@ -62,6 +71,13 @@ def by_deployment(home: Path, table: str, day: str = DAY) -> dict[str, dict[str,
 def run_day(day: str = DAY, **kwargs: Any) -> None:
     result = materialize(day, **kwargs)
     assert result.success, failure_text(result)
+
+
+# What infra.capacity_plan_daily is computed from, without the publishing, review and other accounting tables.
+CAPACITY_CHAIN = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "core/billing_charges",
+                  "core/cost_lines", "core/cost_allocation_daily", "finance/cost_per_mtok_daily",
+                  "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily", "infra/load_hourly",
+                  "infra/capacity_plan_daily"]
 
 
 # --- seed 000: 1,680 of 2,400 a day, yet 6 hours over capacity -------------------------------------------------
@@ -143,6 +159,37 @@ def test_seed_000_a_day_at_70_percent_still_has_6_hours_over_capacity(home: Path
     assert (cap["mean_output_per_step"], cap["mean_output_per_step_source"]) == (247, "policy")
     assert cap["supported_agent_steps"] == pytest.approx(2400 / 247)
     assert (cap["sessions"], cap["task_attainment"], cap["expected_task_attainment"]) == (0, None, None)
+
+
+def test_a_backlog_left_at_midnight_is_served_the_next_morning(home: Path) -> None:
+    # The seed 000 capacity of 100 output tokens an hour (the same verified load test), run over two days as one
+    # range. 2026-11-17: 40 tokens an hour, 160 from 20:00 to 23:59, so 4 x 60 = 240 tokens are unserved at
+    # midnight. 2026-11-18: 40 an hour all day. The backlog carries over: 240 + 40 - 100 = 180 at the end of hour 0,
+    # then 120, 60, 0; the second day has no hour over capacity, yet a backlog in its first three hours.
+    _seed_000_day(home)
+    evening = [request(f"p{h}", model="m8", deployment_id="m8-onprem", output_tokens=160 if h >= 20 else 40,
+                       received_at=at(T0 + timedelta(hours=h, minutes=10))) for h in range(24)]
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", evening)
+    next_day = T0 + timedelta(days=1)
+    write_jsonl(gateway_dir(home, "2026-11-18") / "a.jsonl", [
+        request(f"q{h}", model="m8", deployment_id="m8-onprem", output_tokens=40,
+                received_at=at(next_day + timedelta(hours=h, minutes=10))) for h in range(24)])
+    result = materialize(DAY, "2026-11-18", selection=CAPACITY_CHAIN)
+    assert result.success, failure_text(result)
+
+    first = {r["hour"]: r for r in rows(home, "infra", "load_hourly", DAY, where="model = 'm8'")}
+    assert [h for h, r in first.items() if r["over_capacity"]] == [20, 21, 22, 23]
+    assert [first[h]["backlog_tokens"] for h in (19, 20, 21, 22, 23)] == pytest.approx([0, 60, 120, 180, 240])
+    # 2026-11-16 was never materialized: the first day starts from nothing.
+    assert (first[0]["backlog_start_tokens"], first[0]["backlog_carried_from_day"]) == (0.0, None)
+
+    second = {r["hour"]: r for r in rows(home, "infra", "load_hourly", "2026-11-18", where="model = 'm8'")}
+    assert str(second[0]["backlog_carried_from_day"]) == DAY
+    assert [second[h]["backlog_start_tokens"] for h in range(5)] == pytest.approx([240, 180, 120, 60, 0])
+    assert [second[h]["backlog_tokens"] for h in range(5)] == pytest.approx([180, 120, 60, 0, 0])
+    assert not any(r["over_capacity"] for r in second.values())
+    plan = by_deployment(home, "capacity_plan_daily", "2026-11-18")["m8-onprem"]
+    assert (plan["hours_over_capacity"], plan["max_backlog_tokens"]) == (0, pytest.approx(180))
 
 
 # --- demonstrated capacity ---------------------------------------------------------------------------------------
@@ -264,6 +311,10 @@ def erlang_c_textbook(c: int, a: float) -> float:
 
 
 def test_capacity_plan_worked_by_hand(home: Path) -> None:
+    # m70 declares a scale-out of 12 minutes and a warm-up of 3: a Lag of 15 minutes.
+    inventory = home / "config" / "deployments.yaml"
+    inventory.write_text(DEPLOYMENTS_YAML.replace("    model: m70\n", "    model: m70\n    scale_out_minutes: 12\n"
+                                                  "    warmup_minutes: 3\n", 1))
     five_s = timedelta(seconds=5)
     t10 = T0 + timedelta(hours=10)
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
@@ -320,13 +371,38 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     load = {r["hour"]: r for r in rows(home, "infra", "load_hourly", DAY, where="model = 'm70'")}
     assert load[10]["peak_minute_arrival_rate"] == pytest.approx(12 / 60)
     assert load[10]["capacity_token_rate"] == pytest.approx(3000 / 1800)
+    assert (plan["slots_per_replica_used"], plan["slots_per_replica_source"]) == (48.0, "inventory")
+
+    # Seed 002's sizing beside it: the peak window's 60 requests of 50 output tokens = 3,000 tokens / 300 s = 10 tok/s,
+    # over the day's capacity of 3,000 / 1,800 / 24 tok/s per GPU (the demonstrated window above) = 144 GPUs before
+    # headroom; x 1.334025 + 8 failure GPUs = 200.10. It binds: 181.43 more than Erlang C's 18.67, a deficit of
+    # 176.10 against the 24 deployed (the day's capacity was only demonstrated on 60 requests).
+    per_gpu = 3000 / 1800 / 24
+    assert plan["peak_output_tokens"] == 3000 and plan["peak_output_token_rate"] == pytest.approx(10.0)
+    assert (plan["capacity_goodput_per_gpu"], plan["capacity_source"]) == (pytest.approx(per_gpu), "demonstrated")
+    assert plan["goodput_sizing_base_gpus"] == pytest.approx(144.0)
+    assert plan["gpus_needed_goodput"] == pytest.approx(144 * 1.334025 + 8) == 200.0996
+    assert plan["replicas_needed_goodput"] == 26  # 200.10 / 8, rounded up
+    assert plan["gpus_needed_difference"] == pytest.approx(200.0996 - 18.6722)
+    assert (plan["gpus_needed_binding"], plan["binding_sizing"]) == (pytest.approx(200.0996), "goodput")
+    assert plan["gpu_surplus_binding"] == pytest.approx(24 - 200.0996)
+    # Lag: 12 + 3 = 15 minutes. The 5 minutes from 09:45, 15 minutes before the peak, had no request: the output
+    # rate grows by the whole 10 tok/s while a scale-out is under way, 10 / per_gpu = 144 GPUs.
+    assert (plan["scale_out_minutes"], plan["warmup_minutes"], plan["lag_minutes"]) == (12.0, 3.0, 15)
+    assert plan["lag_growth_token_rate"] == pytest.approx(10.0)
+    assert plan["lag_gpus"] == pytest.approx(144.0)
     assert plan["plan_note"] == ("60 requests in the busiest 5 minutes (10:00–10:05 UTC) at 1.5 s each: 0.3 Erlangs; "
-                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01")
+                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01; seed 002: 10 output tok/s at the "
+                                 "peak / 0.06944 tok/s per GPU = 144 GPUs before headroom, 200 with it")
 
     # A deployment without requests needs no slot, and keeps its failure headroom.
     idle = by_deployment(home, "capacity_plan_daily")["m8-onprem"]
     assert (idle["peak_arrival_rate"], idle["erlang_c_slots"], idle["replicas_needed_erlang"]) == (0.0, 0, 0)
     assert (idle["gpus_needed"], idle["gpus_deployed"], idle["gpu_surplus"]) == (1.0, 4.0, 3.0)
+    # m8 has no capacity figure, so no seed 002 sizing: GPUs needed for the verdict are Erlang C's.
+    assert (idle["gpus_needed_goodput"], idle["gpus_needed_binding"], idle["binding_sizing"]) == (None, 1.0,
+                                                                                                  "erlang_c")
+    assert idle["lag_minutes"] is None and idle["lag_gpus"] is None
 
 
 # --- a load test of another day -------------------------------------------------------------------------------
@@ -342,7 +418,7 @@ steps:
 """
 
 
-def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path) -> None:
+def test_a_load_test_of_an_earlier_day_and_configuration_carries_over_until_an_engine_upgrade(home: Path) -> None:
     # One step at 16 GPUs before the 2026-11-16 noon scale-up: segment [10:01, 10:31), one compliant request of 50
     # tokens every 30 s, the last finishing at 10:30:31.5 - wall time 1,771.5 s (tests/test_loadtest.py).
     folder = home / "raw" / "loadtest" / "hand"
@@ -350,6 +426,14 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path
     write_jsonl(folder / "requests.jsonl", [request(f"a{k}", received_at=at(start + timedelta(seconds=30 * k)))
                                             for k in range(60)])
     (folder / "run.yaml").write_text(HAND_RUN)
+    # The inventory declares m70's engine: vLLM 0.6.3 in both versions (the scale-up does not change it).
+    inventory = home / "config" / "deployments.yaml"
+    inventory.write_text(DEPLOYMENTS_YAML.replace("    model: m70\n", "    model: m70\n    engine: vllm\n"
+                                                  "    engine_version: 0.6.3\n", 1))
+    # Production on 2026-11-17: 60 compliant requests of 50 tokens, one every 5 s from 10:00, so the 6 windows
+    # starting 09:35 to 10:00 hold all 60 (>= 50 in bucket 0-4k): a demonstrated 3,000 / 1,800 / 24 tok/s per GPU.
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
+        request(f"p{k}", received_at=at(T0 + timedelta(hours=10, seconds=5 * k))) for k in range(60)])
 
     # 2026-11-17 alone: the run started on 2026-11-16, whose core.loadtest_steps was never materialized.
     result = materialize(DAY)
@@ -365,5 +449,24 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over(home: Path
     assert m70["capacity_goodput_per_gpu"] == pytest.approx(3000 / 1771.5 / 16)
     assert m70["daily_capacity_tokens"] == pytest.approx(3000 / 1771.5 / 16 * 24 * 86_400)
     assert m70["capacity_note"].startswith("load test hand verified at 0.03 req/s")
+    assert (m70["engine"], m70["engine_version"], m70["cache_policy"]) == ("vllm", "0.6.3", "prefix-cache")
     # The load test measured m70-h100 only.
     assert by_deployment(home, "capacity_daily")["m8-onprem"]["loadtest_run_id"] is None
+
+    # vLLM is upgraded to 0.7.0 at midnight: the run measured another engine, so it no longer speaks for m70-h100,
+    # and the capacity falls back to the day's demonstrated lower bound, saying why.
+    inventory.write_text(inventory.read_text().replace(
+        "  - <<: *m70\n    gpus: 24\n    valid_from: 2026-11-16T12:00:00Z\n    valid_to: null\n",
+        "  - <<: *m70\n    gpus: 24\n    valid_from: 2026-11-16T12:00:00Z\n    valid_to: 2026-11-17T00:00:00Z\n"
+        "  - <<: *m70\n    gpus: 24\n    engine_version: 0.7.0\n    valid_from: 2026-11-17T00:00:00Z\n"
+        "    valid_to: null\n"))
+    run_day(selection=["core/deployments_daily", "core/capacity_windows", "infra/capacity_daily"])
+    m70 = by_deployment(home, "capacity_daily")["m70-h100"]
+    assert (m70["capacity_source"], m70["capacity_verified"], m70["loadtest_run_id"]) == ("demonstrated", False, None)
+    assert m70["capacity_goodput_per_gpu"] == pytest.approx(3000 / 1800 / 24)
+    assert (m70["engine_version"], m70["other_configuration_run_id"]) == ("0.7.0", "hand")
+    assert m70["other_configuration_differences"] == "engine_version 0.6.3 → 0.7.0"
+    assert m70["capacity_note"] == (
+        "lower bound: best 30-min window 09:35–10:05 UTC where every commitment held (6 of 283 windows held); no "
+        "load test of this configuration: load test hand (2026-11-16 10:00 UTC) measured another configuration "
+        "(engine_version 0.6.3 → 0.7.0) and is not carried over")

@@ -13,8 +13,8 @@ from tests.conftest import failure_text, materialize, rows
 from tokenledger.generate import default_steps, generate_landing_zone, generate_loadtest_run, knee_index
 
 DAY = "2026-11-16"
-MODEL_70B, DEP_70B = "llama-3.1-70b-instruct", "llama70b-h100-tp8"
-MODEL_QWEN, DEP_QWEN = "qwen3-coder-480b-a35b", "qwen3coder-h200-tp8"
+MODEL_70B, DEP_70B = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
+MODEL_QWEN, DEP_QWEN = "qwen3-coder-30b-a3b-instruct", "qwen3coder30b-h100"
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,8 @@ def test_a_verified_knee_is_the_capacity(home: Path) -> None:
     assert (cap["capacity_source"], cap["capacity_verified"], cap["loadtest_run_id"]) == ("loadtest", True, "lt-qwen")
     assert cap["capacity_goodput_per_gpu"] == run["goodput_per_gpu_at_max"]
     assert cap["lambda_slo_max"] == run["lambda_slo_max"]
-    # 32 GPUs all day.
-    assert cap["daily_capacity_tokens"] == pytest.approx(run["goodput_per_gpu_at_max"] * 32 * 86_400)
+    # One H100 all day.
+    assert cap["daily_capacity_tokens"] == pytest.approx(run["goodput_per_gpu_at_max"] * 1 * 86_400)
     assert cap["capacity_note"].startswith(f"load test lt-qwen verified at {run['lambda_slo_max']:g} req/s")
 
 

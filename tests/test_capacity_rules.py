@@ -53,7 +53,9 @@ def test_a_verified_load_test_is_the_capacity() -> None:
                       "capacity_source": "loadtest", "capacity_verified": True, "lambda_slo_max": 10.4,
                       "loadtest_run_id": "lt-2026-11-10",
                       "capacity_note": "load test lt-2026-11-10 verified at 10.4 req/s (3.25 tok/s per GPU, held 30 "
-                                       "min without degradation); production lower bound 2.5 tok/s per GPU"}
+                                       "min without degradation); production lower bound 2.5 tok/s per GPU",
+                      "loadtest_slots_per_replica": None, "other_configuration_run_id": None,
+                      "other_configuration_differences": None}
 
 
 def test_an_unverified_load_test_gives_way_to_the_demonstrated_lower_bound() -> None:
@@ -118,8 +120,18 @@ def test_backlog_of_seed_000_with_the_peak_hours_together() -> None:
     # An hour exactly at capacity is not over it; without a capacity there is no verdict.
     assert backlog_rows("m", [100], 100.0)[0]["over_capacity"] is False
     assert backlog_rows("m", [5, 7], None) == [
-        {"model": "m", "hour": 0, "over_capacity": None, "backlog_tokens": None},
-        {"model": "m", "hour": 1, "over_capacity": None, "backlog_tokens": None}]
+        {"model": "m", "hour": 0, "over_capacity": None, "backlog_start_tokens": None, "backlog_tokens": None},
+        {"model": "m", "hour": 1, "over_capacity": None, "backlog_start_tokens": None, "backlog_tokens": None}]
+
+
+def test_a_backlog_carried_in_at_midnight_is_served_first() -> None:
+    # Capacity 100/h, demand 40/h, and 240 tokens left unserved at the previous midnight: the backlog drains by
+    # 60 an hour, 240 + 40 - 100 = 180, then 120, 60, 0; no hour is over capacity.
+    got = backlog_rows("m", [40] * 24, 100.0, carried_in=240.0)
+    assert [r["backlog_start_tokens"] for r in got[:5]] == [240, 180, 120, 60, 0]
+    assert [r["backlog_tokens"] for r in got[:5]] == [180, 120, 60, 0, 0]
+    assert not any(r["over_capacity"] for r in got)
+    assert capacity_shortfall([40] * 24, 100.0, initial=240.0).max_backlog == 180
 
 
 PLAN = {"deployment_id": "d", "peak_arrival_rate": 0.2, "mean_service_time_s": 1.5, "p99_service_time_s": 2.0,
@@ -144,3 +156,37 @@ def test_a_plan_grows_with_the_peak() -> None:
     # Seed 000: 40 x (2 + 0.3) / (48 x 0.8) = 2.396: 3 replicas.
     assert plan["replicas_needed_seed_rule"] == 3
     assert plan["gpus_needed"] == pytest.approx(16 * 1.334025 + 8)
+
+
+def test_seed_002_sizing_and_the_lag_in_gpus() -> None:
+    # 10 output tok/s at the peak over 0.5 tok/s per GPU = 20 GPUs; x 1.1 x 1.1 x 1.05 x 1.05 = 26.6805, plus one
+    # failure replica of 8 GPUs = 34.6805, which takes 5 replicas of 8. Erlang C at 0.2 req/s needs 3
+    # slots, one replica: 8 x 1.334025 + 8 = 18.6722, so seed 002's sizing binds, 16.0083 GPUs more.
+    plan = plan_figures({**PLAN, "peak_output_token_rate": 10.0, "capacity_goodput_per_gpu": 0.5,
+                         "lag_minutes": 15, "lag_start_output_token_rate": 4.0})
+    assert plan["goodput_sizing_base_gpus"] == pytest.approx(20.0)
+    assert plan["gpus_needed_goodput"] == pytest.approx(34.6805)
+    assert plan["replicas_needed_goodput"] == 5
+    assert plan["gpus_needed"] == pytest.approx(18.6722)
+    assert (plan["gpus_needed_binding"], plan["binding_sizing"]) == (pytest.approx(34.6805), "goodput")
+    assert plan["gpus_needed_difference"] == pytest.approx(34.6805 - 18.6722)
+    # Lag: 4 tok/s fifteen minutes before the peak, 10 at it: 6 tok/s of growth = 12 GPUs at 0.5 tok/s each.
+    assert (plan["lag_growth_token_rate"], plan["lag_gpus"]) == (pytest.approx(6.0), pytest.approx(12.0))
+
+
+def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> None:
+    # 12 requests per replica in flight at the verified lambda_slo_max: Erlang C's 3 slots need 1 replica; seed
+    # 000's rule 0.2 x (2 + 0.3) / (12 x 0.8) = 0.048, 1 replica.
+    plan = plan_figures({**PLAN, "slots_per_replica": None, "loadtest_slots_per_replica": 12.0})
+    assert (plan["slots_per_replica_used"], plan["slots_per_replica_source"]) == (12.0, "loadtest")
+    assert (plan["erlang_c_slots"], plan["replicas_needed_erlang"], plan["replicas_needed_seed_rule"]) == (3, 1, 1)
+    assert plan["seed_rule_required_concurrency"] == pytest.approx(0.46)
+    assert plan["plan_note"].endswith("; 12 slots per replica measured by Little's law at the verified load test's "
+                                      "lambda_slo_max (the inventory has no slots_per_replica); seed 002's sizing "
+                                      "needs a capacity goodput per GPU, and the day has none")
+    # Neither: the slots are computed, but no replicas, no GPUs needed and no seed 000 rule.
+    plan = plan_figures({**PLAN, "slots_per_replica": None})
+    assert (plan["slots_per_replica_source"], plan["erlang_c_slots"], plan["replicas_needed_erlang"]) == (
+        None, 3, None)
+    assert (plan["gpus_needed"], plan["replicas_needed_seed_rule"], plan["gpus_needed_binding"]) == (None, None, None)
+

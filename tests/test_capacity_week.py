@@ -18,9 +18,9 @@ from tokenledger.contracts import load_contract, sql_literal
 from tokenledger.generate import generate_landing_zone, generate_loadtest_run
 from tokenledger.paths import HomeLayout
 
-START = date(2026, 11, 16)  # Monday; the 70B deployment scales from 2 to 3 replicas Thursday noon
+START = date(2026, 11, 16)  # Monday; the 70B deployment scales from 1 to 2 replicas Thursday noon
 DAYS = [START + timedelta(days=i) for i in range(7)]
-MODEL_QWEN, DEP_QWEN, DEP_70B = "qwen3-coder-480b-a35b", "qwen3coder-h200-tp8", "llama70b-h100-tp8"
+MODEL_QWEN, DEP_QWEN, DEP_70B = "qwen3-coder-30b-a3b-instruct", "qwen3coder30b-h100", "llama70b-h100nvl-tp2"
 CAPACITY_TABLES = [ref for ref in PUBLISHED_TABLES + CORE_TABLES
                    if ref.name in ("capacity_daily", "load_hourly", "capacity_plan_daily", "capacity_windows",
                                    "loadtest_steps")]
@@ -92,7 +92,7 @@ def test_a_load_test_counts_from_the_day_it_ran(week: Path) -> None:
 
 def test_the_plan_follows_the_scale_up(week: Path) -> None:
     plans = {r["day"]: r for r in _published(week, "capacity_plan_daily") if r["deployment_id"] == DEP_70B}
-    # GPUs deployed at the end of each day: 2 replicas of 8 until Thursday noon, then 3.
-    assert [plans[d]["gpus_deployed"] for d in DAYS] == [16.0, 16.0, 16.0, 24.0, 24.0, 24.0, 24.0]
+    # GPUs deployed at the end of each day: 1 replica of 2 until Thursday noon, then 2.
+    assert [plans[d]["gpus_deployed"] for d in DAYS] == [2.0, 2.0, 2.0, 4.0, 4.0, 4.0, 4.0]
     for plan in plans.values():
         assert plan["gpu_surplus"] == pytest.approx(plan["gpus_deployed"] - plan["gpus_needed"])

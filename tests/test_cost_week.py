@@ -5,7 +5,7 @@ One week at 4,000 requests a weekday (tokenledger.generate, seed 7) runs through
 module (leniently: at this volume the generator's planted bad rows exceed the quarantine tolerance). The generated
 bill tags GPU, CPU, network and storage rows to their deployment, has a 6-hour snapshot placed only by its
 ResourceId pattern, untagged platform rows and gateway nodes tagged `shared` (spread by GPU-hours over all three
-deployments, the on-premises one included), and a credit of -250 a day over the week.
+deployments, the two on-premises ones included), and a credit of -12 a day over the week.
 """
 
 from __future__ import annotations
@@ -83,12 +83,12 @@ def test_shared_costs_are_spread_by_gpu_hours_and_the_credit_lands_on_its_deploy
         "SELECT day, deployment_id, placement, category, effective_cost_day FROM cost_lines "
         "WHERE ChargeCategory = 'Credit' ORDER BY day").fetchall()
     assert [(d, p, c, v) for _, d, p, c, v in credit] == [
-        ("qwen3coder-h200-tp8", "tagged", "gpu", Decimal("-250"))] * 7
+        ("qwen3coder30b-h100", "tagged", "gpu", Decimal("-12"))] * 7
     snapshot = con.execute("SELECT day::VARCHAR, deployment_id, placement, category FROM cost_lines "
                            "WHERE ResourceId LIKE '%snapshot/%'").fetchall()
-    assert snapshot == [("2026-11-16", "qwen3coder-h200-tp8", "resource_id", "storage")]
-    assert con.execute("SELECT DISTINCT deployment_id, category FROM cost_lines WHERE source = 'rate_card'"
-                       ).fetchall() == [("llama8b-l40s-onprem", "gpu")]
+    assert snapshot == [("2026-11-16", "qwen3coder30b-h100", "resource_id", "storage")]
+    assert con.execute("SELECT DISTINCT deployment_id, category FROM cost_lines WHERE source = 'rate_card' "
+                       "ORDER BY 1").fetchall() == [("llama70b-h100nvl-tp2", "gpu"), ("llama8b-l40s-onprem", "gpu")]
 
 
 def test_class_costs_and_tenant_costs_add_back(week) -> None:

@@ -18,15 +18,15 @@ from tokenledger.config import load_config
 from tokenledger.contracts import load_contract, sql_literal
 from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
-from tokenledger.generate import default_steps, generate_loadtest_run, knee_index
+from tokenledger.generate import default_steps, generate_loadtest_run, initial_replicas, knee_index
 from tokenledger.generate.configs import write_configs
 from tokenledger.loadtest import loadtest_results, write_loadtest_steps
 from tokenledger.paths import HomeLayout
 
 SEED = 7
 SCENARIO_START = date(2026, 11, 16)
-MODEL_70B, DEP_70B = "llama-3.1-70b-instruct", "llama70b-h100-tp8"
-MODEL_QWEN, DEP_QWEN = "qwen3-coder-480b-a35b", "qwen3coder-h200-tp8"
+MODEL_70B, DEP_70B = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
+MODEL_QWEN, DEP_QWEN = "qwen3-coder-30b-a3b-instruct", "qwen3coder30b-h100"
 # run_id: (model, deployment, steps (None = default_steps), minutes per step, start)
 RUNS: dict[str, tuple[str, str, list[float] | None, int, datetime]] = {
     # The coding model's policy asks for 10 stable minutes (an override below): 12-minute steps have a 2-minute
@@ -34,12 +34,12 @@ RUNS: dict[str, tuple[str, str, list[float] | None, int, datetime]] = {
     "lt-qwen": (MODEL_QWEN, DEP_QWEN, None, 12, datetime(2026, 11, 17, 2, tzinfo=UTC)),
     # 6-minute steps: warm-up 1, segment 5 < the default 30: the same knee, as a reference figure.
     "lt-70b-short": (MODEL_70B, DEP_70B, None, 6, datetime(2026, 11, 17, 8, tzinfo=UTC)),
-    # One step well below the knee, at the default 30 stable minutes: 35 minutes is warm-up 5 + 30, verified;
-    # 34 minutes is one short.
-    "lt-70b-35min": (MODEL_70B, DEP_70B, [3.9], 35, datetime(2026, 11, 17, 12, tzinfo=UTC)),
-    "lt-70b-34min": (MODEL_70B, DEP_70B, [3.9], 34, datetime(2026, 11, 17, 13, tzinfo=UTC)),
+    # One step well below the knee (0.75 req/s, about half of one replica's 1.55 req/s), at the default 30 stable
+    # minutes: 35 minutes is warm-up 5 + 30, verified; 34 minutes is one short.
+    "lt-70b-35min": (MODEL_70B, DEP_70B, [0.75], 35, datetime(2026, 11, 17, 12, tzinfo=UTC)),
+    "lt-70b-34min": (MODEL_70B, DEP_70B, [0.75], 34, datetime(2026, 11, 17, 13, tzinfo=UTC)),
 }
-# The demo's run (`tokenledger generate --with-loadtest`): capacity implied by a landing zone of this volume.
+# The demo's run (`tokenledger generate --with-loadtest`): on the fleet a landing zone of this volume starts with.
 VOLUME_RUN, VOLUME = "lt-70b-volume", 200_000
 
 
@@ -47,7 +47,7 @@ VOLUME_RUN, VOLUME = "lt-70b-volume", 200_000
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], Path]:
     """The scenario's configs and the four runs above, measured once: (home, results, core.loadtest_steps file)."""
     home = tmp_path_factory.mktemp("loadtest") / "home"
-    write_configs(home, SCENARIO_START, SEED)
+    write_configs(home, SCENARIO_START, SEED, VOLUME)
     slo = home / "config" / "slo.yaml"
     text = slo.read_text()
     assert "    models:\n" in text
@@ -88,16 +88,18 @@ def test_lambda_slo_max_is_the_knee_step(generated, run_id: str) -> None:
 
 
 def test_a_run_sized_to_a_landing_zone_keeps_its_knee(generated) -> None:
-    """200,000 requests a day send 42% (84,000, 0.972 req/s) to the 70B, which the generator runs at 0.64 of its
-    capacity on average: 0.972 / 0.64 = 1.519 req/s. The steps sit at 0.30..1.10 of that, rounded to 2 decimals,
-    and the knee is still after the fourth step (0.80 holds, 0.95 does not)."""
+    """The fleet is sized to the volume, the speed per replica is fixed. 200,000 requests a day keep the 70B's
+    replicas 0.63 busy on average (84,000 requests at 0.65 replica-seconds each), which one replica holds at the
+    target 0.64: the run measures that one replica, the same machine as a run without a volume, and its knee is
+    after the fourth step. Ten times the volume is ten replicas, and ten times the arrival rates."""
     run = _by_run(generated[1])[VOLUME_RUN]
     steps = default_steps(DEP_70B, VOLUME)
-    assert steps == [0.46, 0.76, 0.99, 1.22, 1.44, 1.67]
+    assert initial_replicas(DEP_70B, VOLUME) == 1 and steps == default_steps(DEP_70B)
     assert knee_index(DEP_70B, steps, VOLUME) == 3
     assert [s["arrival_rate"] for s in run["steps"]] == steps
-    assert run["lambda_slo_max"] == 1.22
-    assert run["first_failing_step_rate"] == 1.44
+    assert (run["lambda_slo_max"], run["first_failing_step_rate"]) == (steps[3], steps[4])
+    assert initial_replicas(DEP_70B, 10 * VOLUME) == 10
+    assert default_steps(DEP_70B, 10 * VOLUME) == pytest.approx([10 * s for s in steps], abs=0.06)
 
 
 @pytest.mark.parametrize(("run_id", "warmup", "segment", "verified"), [
@@ -122,13 +124,13 @@ def test_verified_needs_the_stable_window_after_warmup(generated, run_id: str, w
 @pytest.mark.parametrize("run_id", ["lt-70b-35min", "lt-70b-34min"])
 def test_a_run_whose_every_step_holds(generated, run_id: str) -> None:
     run = _by_run(generated[1])[run_id]
-    assert run["lambda_slo_max"] == 3.9 and run["first_failing_step_rate"] is None
+    assert run["lambda_slo_max"] == 0.75 and run["first_failing_step_rate"] is None
     assert run["goodput_per_gpu_at_max"] > 0
 
 
 def test_goodput_per_gpu_at_max(generated) -> None:
     for run in generated[1]:
-        gpus = {DEP_70B: 16, DEP_QWEN: 32}[run["deployment_id"]]  # the initial replicas: 2 x 8 and 4 x 8
+        gpus = {DEP_70B: 2, DEP_QWEN: 1}[run["deployment_id"]]  # the initial replica: 1 x 2 and 1 x 1
         assert run["gpus"] == gpus
         at_max = next(s for s in run["steps"] if s["is_lambda_slo_max_step"])
         wall = (at_max["last_finished_at"] - at_max["first_received_at"]).total_seconds()

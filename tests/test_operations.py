@@ -26,6 +26,9 @@ from tokenledger.paths import PROJECT_ROOT, HomeLayout
 START = date(2026, 11, 9)
 DAYS = 14
 END = START + timedelta(days=DAYS - 1)
+# A guard against a hung run, not a speed test: 14 days of ~40 s on 2 shared cores, while the rest of the suite runs
+# beside them, can pass 15 minutes.
+TIMEOUT_S = 1800
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -72,7 +75,7 @@ def day_by_day(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference: `tokenledger run` over the two weeks, one Dagster run per day."""
     home = _home_from(landing, tmp_path_factory.mktemp("day_by_day"), "home")
     proc = _cli(home, START, END)
-    out, _ = proc.communicate(timeout=900)
+    out, _ = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 0, out
     assert out.count("  published") == DAYS
     return home
@@ -84,7 +87,7 @@ def test_a_dagster_range_backfill_gives_the_same_tables_as_each_day_alone(landin
     done = subprocess.run(
         [str(Path(sys.executable).with_name("dagster")), "asset", "materialize", "-m", "pipelines.definitions",
          "--select", "*", "--partition-range", f"{START}...{END}"],
-        cwd=PROJECT_ROOT, env=_env(home), capture_output=True, text=True, timeout=900)
+        cwd=PROJECT_ROOT, env=_env(home), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     reference = _content(day_by_day)
     assert len([k for k in reference if k.endswith("data.parquet")]) == DAYS * len(PUBLISHED_TABLES) + 1
@@ -95,7 +98,7 @@ def test_days_run_in_parallel_give_the_same_tables(landing, day_by_day, tmp_path
     home = _home_from(landing, tmp_path, "parallel")
     days = [START + timedelta(days=i) for i in (0, 3, 6, 9)]
     procs = [_cli(home, day, day) for day in days]  # four processes at once, one home, one warehouse
-    outputs = [p.communicate(timeout=900)[0] for p in procs]
+    outputs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out
         assert "lock" not in out.lower(), out

@@ -4,6 +4,7 @@ days run through the pipeline; and escaping on a hand-made review."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 from datetime import date
@@ -20,6 +21,7 @@ from tokenledger.duck import compute_connection
 from tokenledger.generate import generate_landing_zone
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
+from tokenledger.publishing import manifest_path
 from tokenledger.report import Review, _md_cell, _tick, fmt, render_html, render_markdown, tables
 
 START, END = date(2026, 11, 16), date(2026, 11, 17)
@@ -94,14 +96,18 @@ def test_each_configuration_shows_its_figures_as_published(home: Path) -> None:
 
 def test_the_markdown_has_the_same_tables(home: Path) -> None:
     layout = HomeLayout.of(home)
+    # The range ran as one Dagster run: it published the day and wrote its review.
+    run_id = json.loads(manifest_path(layout, END).read_text())["run_id"]
     with compute_connection(home / "tmp" / "test-report") as con:
         load_config(con, layout)
-        review = review_of_day(con, layout, DayWindow(END))
+        review = review_of_day(con, layout, DayWindow(END), run_id)
     html_text, md_text = (p.read_text() for p in report_paths(layout, END))
     assert md_text == render_markdown(review) and html_text == render_html(review)
+    assert f"figures published by Dagster run {run_id}, review written by run {run_id}" in html_text
     assert "<svg" not in md_text
     every = list(tables(review))
-    assert len(every) == 1 + 3 + 2 * len(review.capacity)
+    # The verdict and the summary, per model its SLO, workload and input tables, per deployment two.
+    assert len(every) == 2 + 3 * 3 + 2 * len(review.capacity)
     for table in every:
         assert f"**{_md_cell(table.caption)}**" in md_text
         assert f"<caption>{html.escape(table.caption)}</caption>" in html_text

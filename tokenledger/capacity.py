@@ -10,10 +10,11 @@ Decisions: docs/decisions.md, "Capacity".
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,11 @@ from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import published_exports
+from tokenledger.publishing import MANIFESTS, manifest_name, published_exports
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
+    goodput_gpus_needed,
     gpus_needed,
     least_slots,
     littles_law_concurrency,
@@ -196,11 +198,25 @@ def no_window_reason(demo: Mapping[str, Any]) -> str:
             + "; ".join(parts))
 
 
+def other_configuration_note(test: Mapping[str, Any]) -> str:
+    """Why the most recent load test of another configuration does not speak for this one (seed 002: a model or
+    engine upgrade voids the old capacity conclusion), or '' when there is none newer than the chosen run."""
+    run = test.get("other_configuration_run_id")
+    if run is None:
+        return ""
+    return (f"load test {run} ({test['other_configuration_run_start']:%Y-%m-%d %H:%M} UTC) measured another "
+            f"configuration ({test['other_configuration_differences']}) and is not carried over")
+
+
 def loadtest_note(test: Mapping[str, Any]) -> str:
-    """What the deployment's load test says, or that there is none of its configuration."""
+    """What the deployment's load test says, or that there is none of its configuration and why an existing one
+    does not count."""
     run = test["loadtest_run_id"]
     if run is None:
         others = test["runs_other_configuration"]
+        why = other_configuration_note(test)
+        if why:
+            return f"no load test of this configuration: {why}"
         return ("no load test of this configuration"
                 + (f" ({others} run(s) measured another configuration)" if others else ""))
     lam, minutes = test["lambda_slo_max"], test["lambda_step_minutes"]
@@ -223,20 +239,27 @@ def choose_capacity(demo: Mapping[str, Any], test: Mapping[str, Any]) -> dict[st
     """The capacity goodput per GPU of a deployment on a day, its source, verification and note.
 
     A verified load test; else the day's demonstrated figure (a lower bound, never verified); else an unverified
-    load test as a reference figure (flagged); else none, with the reason.
+    load test as a reference figure (flagged); else none, with the reason. Only a run of the same configuration
+    identity counts (sql/capacity_loadtest_choice.sql); a newer run of another identity is named with what differs.
+    A verified run also gives the concurrency one replica held within SLO (loadtest_slots_per_replica).
     """
     demonstrated = demo["demonstrated_goodput_per_gpu"]
     has_run_figure = test["loadtest_run_id"] is not None and test["lambda_slo_max"] is not None
     choice = {"deployment_id": demo["deployment_id"], "demonstrated_goodput_per_gpu": demonstrated,
               "capacity_goodput_per_gpu": None, "capacity_source": None, "capacity_verified": False,
-              "lambda_slo_max": None, "loadtest_run_id": None}
+              "lambda_slo_max": None, "loadtest_run_id": None, "loadtest_slots_per_replica": None,
+              "other_configuration_run_id": test.get("other_configuration_run_id"),
+              "other_configuration_differences": test.get("other_configuration_differences")}
     from_test = {"capacity_goodput_per_gpu": test["goodput_per_gpu_at_max"], "capacity_source": "loadtest",
                  "lambda_slo_max": test["lambda_slo_max"], "loadtest_run_id": test["loadtest_run_id"]}
     if has_run_figure and test["loadtest_verified"]:
         note = loadtest_note(test)
         if demonstrated is not None:
             note += f"; production lower bound {_g(demonstrated)} tok/s per GPU"
-        return {**choice, **from_test, "capacity_verified": True, "capacity_note": note}
+        if other_configuration_note(test):
+            note += f"; {other_configuration_note(test)}"
+        return {**choice, **from_test, "capacity_verified": True, "capacity_note": note,
+                "loadtest_slots_per_replica": test.get("slots_at_lambda_slo_max")}
     if demonstrated is not None:
         note = f"{demonstrated_note(demo)}; {loadtest_note(test)}"
         return {**choice, "capacity_goodput_per_gpu": demonstrated, "capacity_source": "demonstrated",
@@ -251,6 +274,8 @@ _CHOICE_SCHEMA = pa.schema([
     ("deployment_id", pa.string()), ("capacity_goodput_per_gpu", pa.float64()), ("capacity_source", pa.string()),
     ("capacity_verified", pa.bool_()), ("lambda_slo_max", pa.float64()), ("loadtest_run_id", pa.string()),
     ("capacity_note", pa.string()), ("demonstrated_goodput_per_gpu", pa.float64()),
+    ("loadtest_slots_per_replica", pa.float64()), ("other_configuration_run_id", pa.string()),
+    ("other_configuration_differences", pa.string()),
 ])
 
 
@@ -274,26 +299,45 @@ def build_capacity_daily(con: duckdb.DuckDBPyConnection, layout: HomeLayout, win
 
 # --- infra.load_hourly ---------------------------------------------------------------------------------------------
 
-def backlog_rows(model: str, demand: Sequence[float], capacity_per_hour: float | None) -> list[dict[str, Any]]:
-    """One row per hour: over_capacity (demand above capacity; equal is not over) and the fluid backlog at the end
-    of the hour, carried from 0 at midnight (queueing.fluid_backlog); both NULL without a capacity figure."""
+def backlog_rows(model: str, demand: Sequence[float], capacity_per_hour: float | None,
+                 carried_in: float = 0.0) -> list[dict[str, Any]]:
+    """One row per hour: over_capacity (demand above capacity; equal is not over), the fluid backlog at the start
+    and at the end of the hour (queueing.fluid_backlog), starting from the backlog `carried_in` at midnight (the
+    previous day's last); NULL without a capacity figure."""
     if capacity_per_hour is None:
-        return [{"model": model, "hour": h, "over_capacity": None, "backlog_tokens": None}
-                for h in range(len(demand))]
-    shortfall = capacity_shortfall(demand, capacity_per_hour)
-    return [{"model": model, "hour": h, "over_capacity": d > capacity_per_hour, "backlog_tokens": b}
-            for h, (d, b) in enumerate(zip(demand, shortfall.backlog, strict=True))]
+        return [{"model": model, "hour": h, "over_capacity": None, "backlog_start_tokens": None,
+                 "backlog_tokens": None} for h in range(len(demand))]
+    shortfall = capacity_shortfall(demand, capacity_per_hour, carried_in)
+    starts = [carried_in, *shortfall.backlog[:-1]]
+    return [{"model": model, "hour": h, "over_capacity": d > capacity_per_hour, "backlog_start_tokens": s,
+             "backlog_tokens": b}
+            for h, (d, s, b) in enumerate(zip(demand, starts, shortfall.backlog, strict=True))]
 
 
 _BACKLOG_SCHEMA = pa.schema([("model", pa.string()), ("hour", pa.int32()), ("over_capacity", pa.bool_()),
-                             ("backlog_tokens", pa.float64())])
+                             ("backlog_start_tokens", pa.float64()), ("backlog_tokens", pa.float64()),
+                             ("backlog_carried_from_day", pa.date32())])
+
+
+def carried_backlog(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, float]:
+    """model -> the fluid backlog at the end of the previous day's hour 23 (lake/infra/load_hourly of day - 1).
+
+    Demand left unserved at midnight is still unserved after it (seed 000's backlog is a queue, not a daily
+    quota), so the next day starts from it. A model the previous day has no file or no capacity figure for starts
+    from 0. Days of a ranged run are processed in order, so the previous day's file is the one just written.
+    """
+    path = lake.day_file(layout.lake, "infra", "load_hourly", window.day - timedelta(days=1))
+    if not path.is_file():
+        return {}
+    return {r["model"]: r["backlog_tokens"] for r in _rows(
+        con, f"SELECT model, backlog_tokens FROM read_parquet({sql_path(path)}) "
+             "WHERE hour = 23 AND backlog_tokens IS NOT NULL")}
 
 
 def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
     """Write infra.load_hourly for the day: the load curve (sql/load_hourly_demand.sql), the backlog carried over
     its 24 hours per model here, then sql/load_hourly.sql."""
-    attach_day(con, layout, window, "day_requests", "core", "gateway_requests")
-    attach_day(con, layout, window, "day_deployments", "core", "deployments_daily")
+    judge_requests(con, layout, window)  # day_requests, day_deployments and the policy's peak_basis
     attach_day(con, layout, window, "day_usage", "core", "usage_hourly")
     attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
     text = "CREATE OR REPLACE TEMP TABLE load_hourly_demand AS " + statement("load_hourly_demand")
@@ -302,35 +346,86 @@ def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window
     for row in _rows(con, "SELECT model, hour, output_tokens, daily_capacity_tokens FROM load_hourly_demand "
                           "ORDER BY model, hour"):
         hours.setdefault(row["model"], []).append(row)
+    carried = carried_backlog(con, layout, window)
+    previous_day = window.day - timedelta(days=1)
     backlog = []
     for model, curve in hours.items():
         daily = curve[0]["daily_capacity_tokens"]
-        backlog += backlog_rows(model, [h["output_tokens"] for h in curve],
-                                None if daily is None else daily / 24.0)
+        start = (carried.get(model) or 0.0) if daily is not None else 0.0
+        rows_of_model = backlog_rows(model, [h["output_tokens"] for h in curve],
+                                     None if daily is None else daily / 24.0, start)
+        # Named only when something was carried: a day whose previous night drained (the usual case) is then the
+        # same whether the previous day ran before it or not, so days run alone or in parallel stay identical.
+        backlog += [{**r, "backlog_carried_from_day": previous_day if start > 0 else None} for r in rows_of_model]
     _temp_table(con, "load_backlog", backlog, _BACKLOG_SCHEMA)
     rows = write_table(con, layout, window, "infra", "load_hourly")
     over = sum(1 for b in backlog if b["over_capacity"])
-    return {"rows": rows, "hours_over_capacity": over}
+    return {"rows": rows, "hours_over_capacity": over, "previous_day_found": bool(carried) or lake.day_file(
+                layout.lake, "infra", "load_hourly", previous_day).is_file(),
+            "backlog_carried_in": sum(v for m, v in carried.items() if m in hours)}
 
 
 # --- infra.capacity_plan_daily -------------------------------------------------------------------------------------
+
+def planning_slots(inputs: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """The concurrent requests one replica holds within SLO and where that figure comes from: the inventory's
+    slots_per_replica, else the concurrency a verified load test measured at lambda_slo_max (Little's law on that
+    step, per replica under test), else none."""
+    if inputs.get("slots_per_replica") is not None:
+        return float(inputs["slots_per_replica"]), "inventory"
+    measured = inputs.get("loadtest_slots_per_replica")
+    if measured is not None and measured > 0:
+        return float(measured), "loadtest"
+    return None, None
+
+
+def _headroom(inputs: Mapping[str, Any]) -> Headroom:
+    return Headroom(inputs["headroom_n_minus_k"], inputs["headroom_scaling_lag_pct"],
+                    inputs["headroom_forecast_error_pct"], inputs["headroom_release_pct"],
+                    inputs["headroom_jitter_pct"])
+
+
+def goodput_sizing(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Seed 002's sizing beside the Erlang C plan: GPUs needed ~ the planning peak's output token rate / the
+    capacity goodput per GPU x the policy's headroom (queueing.goodput_gpus_needed); NULL without a capacity figure.
+    The Lag (the inventory's scale-out plus warm-up minutes) in GPUs: how much the output token rate grew over that
+    many minutes before the planning peak, at the capacity goodput per GPU."""
+    per_gpu = inputs.get("capacity_goodput_per_gpu")
+    out: dict[str, Any] = {"goodput_sizing_base_gpus": None, "gpus_needed_goodput": None,
+                           "replicas_needed_goodput": None, "lag_growth_token_rate": None, "lag_gpus": None}
+    lag = inputs.get("lag_minutes")
+    if lag is not None and inputs.get("lag_start_output_token_rate") is not None:
+        out["lag_growth_token_rate"] = max(0.0, inputs["peak_output_token_rate"]
+                                           - inputs["lag_start_output_token_rate"])
+    if not per_gpu or per_gpu <= 0:
+        return out
+    need = goodput_gpus_needed(inputs["peak_output_token_rate"], per_gpu, inputs["gpus_per_replica"],
+                               _headroom(inputs))
+    out.update(goodput_sizing_base_gpus=need.base_gpus, gpus_needed_goodput=need.gpus_needed,
+               replicas_needed_goodput=need.replicas_needed)
+    if out["lag_growth_token_rate"] is not None:
+        out["lag_gpus"] = out["lag_growth_token_rate"] / per_gpu
+    return out
+
 
 def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The plan of one deployment from its row of sql/capacity_plan_inputs.sql, with tokenledger/queueing.py.
 
     Erlang C needs a mean service time: a deployment with arrivals but no successful request has no slot count,
     no replicas and no GPUs needed (the note says so); one without arrivals needs 0 slots and keeps only the
-    failure headroom.
+    failure headroom. Replicas need the slots one replica holds (planning_slots): without them the slots are
+    computed but not turned into replicas. Seed 002's sizing is computed beside it (goodput_sizing); GPUs needed
+    for the verdict is the larger of the two, since the fleet must hold both the peak's concurrency and its tokens.
     """
     rate = inputs["peak_arrival_rate"]
     mean_s, p99_s = inputs["mean_service_time_s"], inputs["p99_service_time_s"]
     wait_s = inputs["queue_p99_ms"] / 1000.0
     target = 1.0 - inputs["attainment_target"]
-    slots_per_replica, gpus_per_replica = inputs["slots_per_replica"], inputs["gpus_per_replica"]
-    headroom = Headroom(inputs["headroom_n_minus_k"], inputs["headroom_scaling_lag_pct"],
-                        inputs["headroom_forecast_error_pct"], inputs["headroom_release_pct"],
-                        inputs["headroom_jitter_pct"])
-    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"], "seed_rule_redundancy": SEED_RULE_REDUNDANCY}
+    gpus_per_replica = inputs["gpus_per_replica"]
+    slots_per_replica, slots_source = planning_slots(inputs)
+    headroom = _headroom(inputs)
+    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"], "seed_rule_redundancy": SEED_RULE_REDUNDANCY,
+                           "slots_per_replica_used": slots_per_replica, "slots_per_replica_source": slots_source}
     timed = bool(mean_s) and mean_s > 0
     if rate == 0:
         slots, load, p_wait = 0, 0.0, None
@@ -350,23 +445,42 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 f"({_span(inputs['peak_window_start'], inputs['peak_window_end'])} UTC) at {mean_s:.3g} s each: "
                 f"{load:.3g} Erlangs; {slots} slots give P(wait > {inputs['queue_p99_ms']:g} ms) = {p_wait:.3g} "
                 f"<= {target:.3g}")
+    if slots_source == "loadtest":
+        note += (f"; {slots_per_replica:.3g} slots per replica measured by Little's law at the verified load test's "
+                 "lambda_slo_max (the inventory has no slots_per_replica)")
+    elif slots_source is None:
+        note += ("; no slots_per_replica in the inventory and no verified load test to measure it: replicas by "
+                 "Erlang C cannot be planned")
     out.update(offered_load=load, erlang_c_slots=slots, p_wait_over_limit=p_wait)
-    if rate > 0 and p99_s is None:
+    if slots_per_replica is None or (rate > 0 and p99_s is None):
         out["seed_rule_required_concurrency"] = out["replicas_needed_seed_rule"] = None
     else:
         required, replicas = seed_rule_replicas(rate, p99_s or 0.0, wait_s, slots_per_replica, SEED_RULE_REDUNDANCY)
         out["seed_rule_required_concurrency"], out["replicas_needed_seed_rule"] = required, replicas
-    if slots is None:
+    if slots is None or slots_per_replica is None:
         out.update(replicas_needed_erlang=None, headroom_pct_total=None, base_gpus=None, gpus_needed=None,
                    replicas_needed=None, headroom_failure_gpus=None,
                    **{f"headroom_{k}_gpus": None for k in headroom.percentages()})
     else:
-        replicas = math.ceil(slots / slots_per_replica)
+        replicas = math.ceil(round(slots / slots_per_replica, 9))
         need = gpus_needed(replicas, gpus_per_replica, headroom)
         out.update(replicas_needed_erlang=replicas, headroom_pct_total=need.pct_factor - 1.0,
                    base_gpus=need.base_gpus, gpus_needed=need.gpus_needed, replicas_needed=need.replicas_needed,
                    headroom_failure_gpus=need.failure_gpus,
                    **{f"headroom_{k}_gpus": v for k, v in need.pct_gpus.items()})
+    sizing = goodput_sizing(inputs)
+    out.update(sizing)
+    both = [g for g in (out["gpus_needed"], sizing["gpus_needed_goodput"]) if g is not None]
+    out["gpus_needed_binding"] = max(both) if both else None
+    out["binding_sizing"] = (None if not both else "goodput" if out["gpus_needed"] is None
+                             or (sizing["gpus_needed_goodput"] or 0) > out["gpus_needed"] else "erlang_c")
+    out["gpus_needed_difference"] = (None if len(both) < 2 else sizing["gpus_needed_goodput"] - out["gpus_needed"])
+    if sizing["gpus_needed_goodput"] is not None:
+        note += (f"; seed 002: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
+                 f"{inputs['capacity_goodput_per_gpu']:.4g} tok/s per GPU = {sizing['goodput_sizing_base_gpus']:.3g}"
+                 f" GPUs before headroom, {sizing['gpus_needed_goodput']:.3g} with it")
+    else:
+        note += "; seed 002's sizing needs a capacity goodput per GPU, and the day has none"
     out["plan_note"] = note
     return out
 
@@ -379,7 +493,11 @@ _PLAN_SCHEMA = pa.schema([
     ("headroom_scaling_lag_gpus", pa.float64()), ("headroom_forecast_error_gpus", pa.float64()),
     ("headroom_release_gpus", pa.float64()), ("headroom_jitter_gpus", pa.float64()),
     ("headroom_failure_gpus", pa.float64()), ("gpus_needed", pa.float64()), ("replicas_needed", pa.int64()),
-    ("plan_note", pa.string()),
+    ("plan_note", pa.string()), ("slots_per_replica_used", pa.float64()), ("slots_per_replica_source", pa.string()),
+    ("goodput_sizing_base_gpus", pa.float64()), ("gpus_needed_goodput", pa.float64()),
+    ("replicas_needed_goodput", pa.int64()), ("gpus_needed_difference", pa.float64()),
+    ("gpus_needed_binding", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
+    ("lag_gpus", pa.float64()),
 ])
 
 
@@ -388,6 +506,7 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     here (plan_figures), then sql/capacity_plan_daily.sql."""
     judge_requests(con, layout, window)
     attach_day(con, layout, window, "day_load_hourly", "infra", "load_hourly")
+    attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
     text = "CREATE OR REPLACE TEMP TABLE capacity_plan_inputs AS " + statement("capacity_plan_inputs")
     con.execute(text, used_params(text, window.params()))
     figures = [plan_figures(row) for row in _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")]
@@ -408,10 +527,11 @@ def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
     return _rows(con, f"SELECT * FROM read_parquet({sql_path(path)})")
 
 
-def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> list[dict[str, Any]]:
-    """finance.cost_per_mtok_daily of every published day up to this one (day, model, deployment, currency)."""
+def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
+             columns: str) -> list[dict[str, Any]]:
+    """`columns` of a published table on every published day up to this one (the review's trends)."""
     files = []
-    for path in sorted((published_exports(layout) / "finance" / "cost_per_mtok_daily").glob(f"day=*/{lake.DATA_FILE}")):
+    for path in sorted((published_exports(layout) / schema / table).glob(f"day=*/{lake.DATA_FILE}")):
         try:
             if date.fromisoformat(path.parent.name.removeprefix("day=")) <= window.day:
                 files.append(path)
@@ -419,12 +539,23 @@ def _cost_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
             continue
     if not files:
         return []
-    return _rows(con, "SELECT day, model, deployment_id, currency, cost_per_mtok_goodput FROM read_parquet(["
-                 + ", ".join(sql_path(p) for p in files) + "], union_by_name = true) ORDER BY day, deployment_id")
+    return _rows(con, f"SELECT {columns} FROM read_parquet(["
+                 + ", ".join(sql_path(p) for p in files) + "], union_by_name = true) ORDER BY ALL")
 
 
-def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> Review:
-    """The published rows of the day (and the cost history up to it) and the SLO policy they were judged by."""
+def _published_run(layout: HomeLayout, day: date) -> str | None:
+    """The Dagster run that published the day's files, from the day's manifest (tokenledger/publishing.py)."""
+    try:
+        manifest = published_exports(layout) / MANIFESTS / manifest_name(day)
+        return json.loads(manifest.read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                  run_id: str | None = None) -> Review:
+    """The published rows of the day (and the cost and peak history up to it) and the SLO policy they were judged
+    by; `run_id` is the run writing the review."""
     judge_requests(con, layout, window)
     policy = {r["model"]: {**r, "isl_buckets": []} for r in _rows(con, "SELECT * FROM day_slo_policy")}
     for bucket in _rows(con, "SELECT model, isl_bucket, ttft_limit_ms FROM day_slo_isl_bucket "
@@ -440,9 +571,18 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         plan=_published(con, layout, window, "infra", "capacity_plan_daily"),
         load=_published(con, layout, window, "infra", "load_hourly"),
         slo=_published(con, layout, window, "infra", "slo_daily"),
-        cost_history=_cost_history(con, layout, window),
+        cost_history=_history(con, layout, window, "finance", "cost_per_mtok_daily",
+                              "day, model, deployment_id, currency, cost_per_mtok_goodput, cost_total, "
+                              "compliant_output_tokens"),
         policy=policy,
         deployments=deployments,
+        tokens=_published(con, layout, window, "infra", "token_split_daily"),
+        slo_hourly=_published(con, layout, window, "infra", "slo_hourly"),
+        goodput=_published(con, layout, window, "infra", "goodput_hourly"),
+        plan_history=_history(con, layout, window, "infra", "capacity_plan_daily",
+                              "day, model, deployment_id, peak_output_token_rate"),
+        run_id=run_id,
+        published_run_id=_published_run(layout, window.day),
     )
 
 
@@ -462,9 +602,10 @@ def _write_text_atomically(target: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
+def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                          run_id: str | None = None) -> dict[str, Any]:
     """Write the day's capacity review, HTML and Markdown, each to a temporary name renamed into place."""
-    review = review_of_day(con, layout, window)
+    review = review_of_day(con, layout, window, run_id)
     html_path, md_path = report_paths(layout, window.day)
     _write_text_atomically(html_path, render_html(review))
     _write_text_atomically(md_path, render_markdown(review))

@@ -44,6 +44,7 @@ PUBLISHED_TABLES = (
     TableRef("infra", "token_split_daily"),
     TableRef("infra", "token_split_hourly"),
     TableRef("infra", "slo_daily"),
+    TableRef("infra", "slo_hourly"),
     TableRef("infra", "capacity_daily"),
     TableRef("infra", "goodput_hourly"),
     TableRef("infra", "load_hourly"),

@@ -84,11 +84,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.with_loadtest:
         from datetime import UTC, datetime, time
 
-        from tokenledger.generate import generate_loadtest_run
+        from tokenledger.generate import DEMO_LOADTEST_DEPLOYMENT, DEMO_LOADTEST_MODEL, generate_loadtest_run
 
         # At night on the first day, before the 70B deployment's scale-up, long enough per step to be verified.
         run_id = f"lt-{args.start}-llama70b"
-        folder = generate_loadtest_run(home, run_id, "llama-3.1-70b-instruct", "llama70b-h100-tp8",
+        folder = generate_loadtest_run(home, run_id, DEMO_LOADTEST_MODEL, DEMO_LOADTEST_DEPLOYMENT,
                                        datetime.combine(args.start, time(1, 0), tzinfo=UTC), None, 36, args.seed,
                                        requests_per_day=args.requests_per_day)
         print(f"  load test: {folder.relative_to(home)} (six arrival-rate steps of 36 minutes)")

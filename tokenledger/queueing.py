@@ -120,14 +120,17 @@ def seed_rule_replicas(peak_qps: float, p99_service_time_s: float, sla_wait_s: f
     return required, _ceil(required / (per_replica_concurrency * redundancy))
 
 
-def fluid_backlog(demand: Sequence[float], capacity: float | Sequence[float]) -> list[float]:
-    """Backlog at the end of each period: backlog_h = max(0, backlog_{h-1} + demand_h - capacity_h), from 0.
+def fluid_backlog(demand: Sequence[float], capacity: float | Sequence[float], initial: float = 0.0) -> list[float]:
+    """Backlog at the end of each period: backlog_h = max(0, backlog_{h-1} + demand_h - capacity_h), starting from
+    `initial` (the backlog carried in from before the first period, 0 by default).
 
     `capacity` is one figure for every period or one per period, in the same unit as `demand` (e.g. output
     tokens per hour). Work not done in a period is carried over, never lost.
     """
+    if not initial >= 0:
+        raise ValueError(f"initial backlog must be a number >= 0, got {initial}")
     capacities = _per_period(capacity, len(demand))
-    backlog, out = 0.0, []
+    backlog, out = float(initial), []
     for d, cap in zip(demand, capacities, strict=True):
         backlog = max(0.0, backlog + d - cap)
         out.append(backlog)
@@ -143,14 +146,16 @@ class Shortfall:
     backlog: list[float]
 
 
-def capacity_shortfall(demand: Sequence[float], capacity: float | Sequence[float]) -> Shortfall:
-    """Hours whose demand exceeds capacity, the largest fluid backlog and the backlog per hour.
+def capacity_shortfall(demand: Sequence[float], capacity: float | Sequence[float],
+                       initial: float = 0.0) -> Shortfall:
+    """Hours whose demand exceeds capacity, the largest fluid backlog and the backlog per hour, from the backlog
+    `initial` carried in (the previous day's last backlog).
 
     Seed 000: capacity 100/h, demand 40/h for 18 h and 160/h for 6 h is 1,680 of 2,400 (70%) a day, yet 6
     hours are over capacity, and a backlog of 360 builds when the six peak hours are consecutive.
     """
     capacities = _per_period(capacity, len(demand))
-    backlog = fluid_backlog(demand, capacities)
+    backlog = fluid_backlog(demand, capacities, initial)
     over = sum(1 for d, cap in zip(demand, capacities, strict=True) if d > cap)
     return Shortfall(over, max(backlog, default=0.0), backlog)
 
@@ -214,9 +219,26 @@ def gpus_needed(replicas: int, gpus_per_replica: int, headroom: Headroom) -> Gpu
     """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (spec/metrics.md, section 6)."""
     if replicas < 0 or gpus_per_replica < 1:
         raise ValueError("replicas must be >= 0 and gpus_per_replica >= 1")
+    return _with_headroom(replicas, float(replicas * gpus_per_replica), gpus_per_replica, headroom)
+
+
+def goodput_gpus_needed(peak_token_rate: float, goodput_per_gpu: float, gpus_per_replica: int,
+                        headroom: Headroom) -> GpuNeed:
+    """Seed 002's first sizing: GPUs needed ~ peak token rate / sustainable goodput per GPU x headroom.
+
+    The base is peak_token_rate / goodput_per_gpu GPUs (not rounded: the estimate the seed writes), the policy's
+    percentages multiply it and the failure replicas are added at full size, as in gpus_needed; `replicas` is the
+    base rounded up to whole replicas.
+    """
+    if peak_token_rate < 0 or not goodput_per_gpu > 0 or gpus_per_replica < 1:
+        raise ValueError("peak token rate must be >= 0, goodput per GPU > 0 and gpus_per_replica >= 1")
+    base = peak_token_rate / goodput_per_gpu
+    return _with_headroom(_ceil(base / gpus_per_replica), base, gpus_per_replica, headroom)
+
+
+def _with_headroom(replicas: int, base: float, gpus_per_replica: int, headroom: Headroom) -> GpuNeed:
     if headroom.n_minus_k < 0 or any(p < 0 for p in headroom.percentages().values()):
         raise ValueError(f"headroom items must be >= 0: {headroom}")
-    base = float(replicas * gpus_per_replica)
     running, parts = base, {}
     for name, pct in headroom.percentages().items():
         parts[name] = running * pct

@@ -12,7 +12,7 @@ import html
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 Row = Mapping[str, Any]
@@ -23,7 +23,7 @@ OVER = "#fde2e2"
 PEAK_BASIS = {"busiest_5min": "busiest 5 minutes", "busiest_hour": "busiest hour"}
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2933; margin: 2rem auto;
-       max-width: 1100px; padding: 0 1rem; }
+       max-width: 1240px; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #d9e2ec; }
 h3 { margin-top: 1.6rem; } .lede { color: #52606d; max-width: 60rem; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; } caption { text-align: left; font-weight: 600; }
@@ -34,6 +34,10 @@ svg.chart { display: block; margin: .4rem 0 1rem; max-width: 100%; height: auto;
 svg.chart text { font: 11px system-ui, sans-serif; fill: #3e4c59; }
 .charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } .charts figure { margin: 0; }
 figcaption { color: #52606d; font-size: .9rem; }
+#verdict { margin-top: 1rem; } table.verdict { width: 100%; } table.verdict caption { font-size: 1.15rem; }
+table.verdict th { background: #fff4d6; } table.verdict td:first-child { white-space: nowrap; font-weight: 600; }
+p.note { color: #3e4c59; margin: .2rem 0 .6rem; }
+.tables { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
 """
 
 
@@ -45,7 +49,11 @@ class Review:
     `load`: infra.load_hourly rows; `slo`: infra.slo_daily rows; `cost_history`: finance.cost_per_mtok_daily rows
     of every published day up to this one; `policy`: per model, the SLO policy in force (limits and targets) with
     `isl_buckets` (isl_bucket, ttft_limit_ms in ISL order); `deployments`: per deployment_id, the inventory version
-    in force at the end of the day (gpus_per_replica, slots_per_replica, cache_policy).
+    in force at the end of the day (gpus_per_replica, slots_per_replica, cache_policy); `tokens`:
+    infra.token_split_daily rows (the three input figures and the ISL/OSL workload); `slo_hourly` and `goodput`:
+    infra.slo_hourly and infra.goodput_hourly rows; `plan_history`: infra.capacity_plan_daily rows (day, model,
+    deployment_id, peak_output_token_rate) of every published day up to this one, for the growth forecast;
+    `run_id`: the Dagster run writing the review; `published_run_id`: the run that published the day's figures.
     """
 
     day: date
@@ -56,6 +64,12 @@ class Review:
     cost_history: list[Row]
     policy: dict[str, Row]
     deployments: dict[str, Row] = field(default_factory=dict)
+    tokens: list[Row] = field(default_factory=list)
+    slo_hourly: list[Row] = field(default_factory=list)
+    goodput: list[Row] = field(default_factory=list)
+    plan_history: list[Row] = field(default_factory=list)
+    run_id: str | None = None
+    published_run_id: str | None = None
 
 
 # --- formatting ----------------------------------------------------------------------------------------------------
@@ -96,12 +110,21 @@ def _hhmm(moment: datetime | None) -> str:
 
 
 def configuration(cap: Row, inventory: Row | None = None) -> str:
-    """A deployment's configuration as one line: GPU type and count, parallelism, quantization (and cache)."""
+    """A deployment's configuration as one line: GPU type and count, parallelism, quantization, cache and engine."""
     text = (f"{cap['gpu_type']} × {fmt(cap['gpus'], 'gpus').rstrip('0').rstrip('.')} GPUs, TP {cap['tp']}, "
             f"PP {cap['pp']}, {cap['quantization']}")
-    if inventory and inventory.get("cache_policy"):
-        text += f", cache {inventory['cache_policy']}"
+    cache = cap.get("cache_policy") or (inventory or {}).get("cache_policy")
+    if cache:
+        text += f", cache {cache}"
+    if cap.get("engine"):
+        text += f", {cap['engine']}" + (f" {cap['engine_version']}" if cap.get("engine_version") else "")
     return text
+
+
+def identity(cap: Row) -> str:
+    """The model and engine versions the figure is bound to (seed 003), 'not declared' where the inventory is silent."""
+    engine = " ".join(v for v in (cap.get("engine"), cap.get("engine_version")) if v) or "not declared"
+    return f"model {cap['model']} version {cap.get('model_version') or 'not declared'}, engine {engine}"
 
 
 def source_label(cap: Row) -> str:
@@ -125,6 +148,102 @@ class Table:
     numeric: set[int] = field(default_factory=set)
 
 
+def missed_figures(review: Review, model: str) -> list[str]:
+    """Every commitment the model missed on the day, naming the figure against its commitment, e.g.
+    'success rate 0.9991 < 0.9995' or 'bucket 4k-32k attainment 0.9820 < 0.99' (infra.slo_daily).
+
+    Attainment is named per judged ISL bucket (seed 003: never the whole-model mean instead); the success rate and
+    the P99s from the model's 'all' row, then any bucket that missed one the model as a whole met.
+    """
+    policy = review.policy.get(model, {})
+    rows = _slo_rows(review, model)
+    whole = next((r for r in rows if r["isl_bucket"] == "all"), None)
+    buckets = [r for r in rows if r["isl_bucket"] != "all"]
+    target = policy.get("attainment_target")
+    out = [f"bucket {r['isl_bucket']} attainment {fmt(r['attainment'], 'ratio')} < {target:g}"
+           for r in buckets if r.get("attainment_met") is False and target is not None]
+    checks = (("success_rate_met", "success rate", "success_rate", "success_rate_target", "min"),
+              ("queue_p99_met", "P99 queue", "queue_p99_ms", "queue_p99_ms", "max"),
+              ("itl_p99_met", "P99 ITL", "itl_p99_ms", "itl_p99_ms", "max"),
+              ("tpot_p99_met", "P99 TPOT", "tpot_p99_ms", "tpot_p99_ms", "max"))
+
+    def named(row: Row, prefix: str) -> list[str]:
+        found = []
+        for verdict, label, figure, limit_key, kind in checks:
+            limit = policy.get(limit_key)
+            if row.get(verdict) is False and limit is not None:
+                found.append(f"{prefix}{label} {fmt(row[figure], 'ratio')} < {limit:g}" if kind == "min" else
+                             f"{prefix}{label} {fmt(row[figure], 'ms')} > {limit:g} ms")
+        return found
+
+    model_misses = named(whole, "") if whole else []
+    out += model_misses
+    met_by_model = {label for verdict, label, *_ in checks if whole and whole.get(verdict) is not False}
+    for r in buckets:
+        if r.get("attainment_met") is not None:  # a judged bucket: its own commitments count
+            out += [m for m in named(r, f"bucket {r['isl_bucket']} ") if any(lbl in m for lbl in met_by_model)]
+    if not out and whole and whole.get("attainment_met") is False and target is not None:
+        out.append(f"attainment {fmt(whole['attainment'], 'ratio')} < {target:g} (buckets too small to judge)")
+    return out
+
+
+def model_cost_per_mtok(review: Review, model: str) -> tuple[float | None, str | None]:
+    """The model's $/MTok under SLO on the day over all its deployments: its cost over its compliant output
+    (finance.cost_per_mtok_daily), in the one currency it was costed in (None with several or none)."""
+    rows = [r for r in review.cost_history if r["day"] == review.day and r["model"] == model
+            and r.get("cost_total") is not None]
+    currencies = {r["currency"] for r in rows}
+    if len(currencies) != 1:
+        return None, None
+    tokens = sum(r["compliant_output_tokens"] or 0 for r in rows)
+    cost = sum(float(r["cost_total"]) for r in rows)
+    return (cost / tokens * 1e6 if tokens else None), currencies.pop()
+
+
+def capacity_basis(cap: Row) -> str:
+    """Where a deployment's capacity figure comes from, in the verdict's words, with why a load test of another
+    configuration did not count when it fell back."""
+    source = cap["capacity_source"]
+    if source == "loadtest":
+        text = (f"verified load test {cap['loadtest_run_id']}" if cap["capacity_verified"]
+                else f"load test {cap['loadtest_run_id']}, reference only (not verified)")
+    elif source == "demonstrated":
+        text = "demonstrated lower bound"
+    else:
+        text = "no capacity figure"
+    if cap.get("other_configuration_run_id"):
+        text += (f" (load test {cap['other_configuration_run_id']} measured another configuration: "
+                 f"{cap['other_configuration_differences']})")
+    return text
+
+
+def verdict_table(review: Review) -> Table:
+    """The answer first (seed 002's review leads with its verdict): per model, SLO met or missed and which figure
+    missed, GPUs needed against GPUs in force with the surplus or deficit, $/MTok under SLO, the capacity basis
+    and the hours over capacity."""
+    rows = []
+    for model in _models(review):
+        whole = next((r for r in _slo_rows(review, model) if r["isl_bucket"] == "all"), None)
+        met = None if whole is None else whole["all_met"]
+        misses = missed_figures(review, model)
+        slo = "not judged" if met is None else "met" if met else "missed"
+        plans = [p for p in review.plan if p["model"] == model]
+        needed = [p.get("gpus_needed_binding", p.get("gpus_needed")) for p in plans]
+        deployed = sum(p["gpus_deployed"] for p in plans)
+        gpus = "—" if not plans or any(n is None for n in needed) else \
+            f"{fmt(sum(needed), 'gpus')} / {fmt(deployed, 'gpus')}"
+        surplus = _surplus(deployed - sum(needed)) if plans and all(n is not None for n in needed) else "—"
+        cost, currency = model_cost_per_mtok(review, model)
+        caps = [c for c in review.capacity if c["model"] == model]
+        basis = "; ".join((f"{c['deployment_id']}: " if len(caps) > 1 else "") + capacity_basis(c) for c in caps)
+        hours = max((p["hours_over_capacity"] for p in plans), default=None)
+        rows.append([model, slo, "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
+                     gpus, surplus, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
+    return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
+                                       "surplus (deficit)", "$/MTok under SLO", "capacity basis",
+                                       "hours over capacity"], rows, numeric={3, 4, 5, 7})
+
+
 def summary_table(review: Review) -> Table:
     rows = []
     for cap in review.capacity:
@@ -140,11 +259,12 @@ def summary_table(review: Review) -> Table:
     return Table("Capacity per model and configuration",
                  ["model", "deployment", "configuration", "capacity (tok/s per GPU)", "source",
                   "daily capacity (output tokens)", "utilization", "$/MTok under SLO", "daily value",
-                  "daily cost at capacity", "GPUs needed / deployed"], rows, numeric={3, 5, 6, 7, 8, 9, 10})
+                  "daily cost at capacity", "GPUs needed (Erlang C) / deployed"], rows,
+                 numeric={3, 5, 6, 7, 8, 9, 10})
 
 
 def slo_table(review: Review, model: str) -> Table:
-    """The commitments per ISL bucket beside what the day measured (infra.slo_daily)."""
+    """The commitments per ISL bucket beside what the day measured (infra.slo_daily), E2E P99 beside TTFT and TPOT."""
     policy = review.policy.get(model, {})
     limits = {b["isl_bucket"]: b["ttft_limit_ms"] for b in policy.get("isl_buckets", [])}
     target = policy.get("attainment_target")
@@ -157,11 +277,96 @@ def slo_table(review: Review, model: str) -> Table:
             fmt(r["effective_requests"], "int"), fmt(r["attainment"], "ratio"),
             (f"≥ {target:g}" if target is not None else "—") + ("" if judged else " (not judged)"),
             fmt(r["success_rate"], "ratio"), fmt(r["ttft_p99_ms"], "ms"), fmt(r["queue_p99_ms"], "ms"),
-            fmt(r["itl_p99_ms"], "ms"), fmt(r["tpot_p99_ms"], "ms"), verdict,
+            fmt(r["itl_p99_ms"], "ms"), fmt(r["tpot_p99_ms"], "ms"), fmt(r.get("e2e_p99_ms"), "ms"), verdict,
         ])
     return Table(f"SLO of {model}: commitments and the day's figures",
                  ["ISL bucket", "TTFT limit", "effective requests", "attainment", "commitment", "success rate",
-                  "TTFT P99", "queue P99", "ITL P99", "TPOT P99", "verdict"], rows, numeric={1, 2, 3, 5, 6, 7, 8, 9})
+                  "TTFT P99", "queue P99", "ITL P99", "TPOT P99", "E2E P99", "verdict"], rows,
+                 numeric={1, 2, 3, 5, 6, 7, 8, 9, 10})
+
+
+def _tokens_of(review: Review, model: str) -> Row:
+    return next((r for r in review.tokens if r["model"] == model), {})
+
+
+def workload_table(review: Review, model: str) -> Table:
+    """Seed 002's Workload: the ISL and OSL distributions of the requests served in full (quantiles)."""
+    tok = _tokens_of(review, model)
+    rows = []
+    for name, key in (("ISL (input tokens)", "isl"), ("OSL (output tokens)", "osl")):
+        rows.append([name, fmt(tok.get(f"{key}_mean"), "tokens"),
+                     *[fmt(tok.get(f"{key}_p{q}"), "tokens") for q in (10, 50, 90, 99)],
+                     fmt(tok.get(f"{key}_max"), "tokens")])
+    corr = tok.get("isl_osl_correlation")
+    caption = (f"Workload of {model}: {fmt(tok.get('workload_requests'), 'int')} requests served in full"
+               + (f", ISL-OSL correlation {corr:.2f}" if corr is not None else ""))
+    return Table(caption, ["length", "mean", "P10", "P50", "P90", "P99", "max"], rows, numeric={1, 2, 3, 4, 5, 6})
+
+
+def input_table(review: Review, model: str) -> Table:
+    """Input three ways (total, cached, recomputed) and how much a total-only report overstates input compute."""
+    tok = _tokens_of(review, model)
+    over = tok.get("input_overstatement")
+    return Table(f"Input tokens of {model}, three figures together", [
+        "input total", "cached", "recomputed", "cache hit ratio", "overstatement (total / recomputed)",
+        "input : output"], [[
+            fmt(tok.get("input_total"), "tokens"), fmt(tok.get("input_cached"), "tokens"),
+            fmt(tok.get("input_recomputed"), "tokens"), fmt(tok.get("cache_hit_ratio"), "pct"),
+            "—" if over is None else f"{over:,.1f}×",
+            "—" if tok.get("input_output_ratio") is None else f"{tok['input_output_ratio']:,.0f} : 1"]],
+        numeric={0, 1, 2, 3, 4, 5})
+
+
+def growth_forecast(points: Sequence[tuple[date, float]], day: date, window_days: int = 28,
+                    min_days: int = 14) -> dict[str, Any]:
+    """Seed 002's Peak growth forecast: a least-squares line through the published days of the trailing
+    `window_days` (calendar window, a missing day is absent, never a zero), given once `min_days` of them exist.
+
+    Returns `days` (the count), and with enough: `slope_per_day`, `fitted` (the line at `day`), `weekly_growth`
+    (slope x 7 / fitted) and `forecast` (the line `window_days` days after `day`).
+    """
+    used = sorted((d, v) for d, v in points if 0 <= (day - d).days < window_days and v is not None)
+    out: dict[str, Any] = {"days": len(used)}
+    if len(used) < min_days:
+        return out
+    xs = [(d - day).days for d, _ in used]
+    ys = [v for _, v in used]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    fitted = my - slope * mx
+    out.update(slope_per_day=slope, fitted=fitted, forecast=fitted + slope * window_days,
+               weekly_growth=(slope * 7 / fitted) if fitted else None)
+    return out
+
+
+def _peak_history(review: Review, model: str) -> list[tuple[date, float]]:
+    """The model's planning-peak output token rate per published day (its deployments' peaks summed)."""
+    per_day: dict[date, float] = {}
+    for r in review.plan_history:
+        if r["model"] == model and r.get("peak_output_token_rate") is not None:
+            per_day[r["day"]] = per_day.get(r["day"], 0.0) + r["peak_output_token_rate"]
+    return sorted(per_day.items())
+
+
+def hourly_findings(review: Review, model: str) -> list[str]:
+    """What the hours show that the day's figures hide: bucket-hours that missed attainment (infra.slo_hourly) and
+    the capacity-top hours, raw throughput up while SLO goodput fell (infra.goodput_hourly)."""
+    out = []
+    missed = [r for r in review.slo_hourly if r["model"] == model and r["isl_bucket"] != "all"
+              and r.get("attainment_met") is False]
+    if missed:
+        shown = ", ".join(f"{r['hour']:02d}:00 {r['isl_bucket']} {fmt(r['attainment'], 'ratio')}"
+                          for r in sorted(missed, key=lambda r: (r["hour"], r["isl_bucket"]))[:8])
+        more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
+        out.append(f"Bucket-hours below the attainment commitment: {shown}{more}.")
+    elif any(r["model"] == model for r in review.slo_hourly):
+        out.append("Every judged bucket met its attainment commitment in every hour.")
+    tops = sorted({r["hour"] for r in review.goodput if r["model"] == model and r.get("capacity_top")})
+    if tops:
+        out.append("Capacity-top hours (raw throughput up, SLO goodput down from the hour before): "
+                   + ", ".join(f"{h:02d}:00" for h in tops) + ".")
+    return out
 
 
 def template_table(review: Review, cap: Row) -> Table:
@@ -170,63 +375,144 @@ def template_table(review: Review, cap: Row) -> Table:
     policy = review.policy.get(cap["model"], {})
     inventory = review.deployments.get(cap["deployment_id"], {})
     currency = cap["currency"]
+    tok = _tokens_of(review, cap["model"])
     buckets = ", ".join(f"{b['isl_bucket']} {fmt(b['ttft_limit_ms'], 'ms')}" for b in policy.get("isl_buckets", []))
     all_row = next((r for r in _slo_rows(review, cap["model"]) if r["isl_bucket"] == "all"), None)
     met = "—" if all_row is None or all_row["all_met"] is None else ("met" if all_row["all_met"] else "missed")
+    misses = missed_figures(review, cap["model"])
     slo = (f"compliant = success, TTFT within its ISL bucket's limit ({buckets}) and ITL ≤ "
            f"{fmt(policy.get('itl_limit_ms'), 'ms')}; attainment ≥ {policy.get('attainment_target', '—')} per bucket; "
            f"success rate ≥ {policy.get('success_rate_target', '—')}; P99 queue ≤ "
            f"{fmt(policy.get('queue_p99_ms'), 'ms')}, ITL ≤ {fmt(policy.get('itl_p99_ms'), 'ms')}, TPOT ≤ "
-           f"{fmt(policy.get('tpot_p99_ms'), 'ms')} (SLO {cap['slo_version']}). The day: {met}.")
+           f"{fmt(policy.get('tpot_p99_ms'), 'ms')} (SLO {cap['slo_version']}). The day: {met}"
+           + (f" ({'; '.join(misses)})" if misses else "")
+           + (f"; P99 TTFT {fmt(all_row['ttft_p99_ms'], 'ms')}, TPOT {fmt(all_row['tpot_p99_ms'], 'ms')}, "
+              f"E2E {fmt(all_row.get('e2e_p99_ms'), 'ms')}" if all_row else "") + ".")
     replicas = plan.get("gpus_deployed") and inventory.get("gpus_per_replica")
+    slots = plan.get("slots_per_replica_used", inventory.get("slots_per_replica"))
     workload = (f"{cap['model']} on {configuration(cap, inventory)}"
                 + (f" ({plan['gpus_deployed'] / inventory['gpus_per_replica']:g} replicas of "
-                   f"{inventory['gpus_per_replica']} GPUs, {inventory.get('slots_per_replica')} slots each)"
-                   if replicas else "")
+                   f"{inventory['gpus_per_replica']} GPUs, {fmt(slots, 'rate')} slots each"
+                   + (" measured at lambda_slo_max" if plan.get("slots_per_replica_source") == "loadtest" else "")
+                   + ")" if replicas else "")
                 + f"; {fmt(plan.get('requests'), 'int')} requests, {fmt(cap['output_tokens'], 'tokens')} output "
-                  f"tokens produced; {fmt(cap['mean_output_per_step'], 'rate')} output tokens per agent step "
+                  f"tokens produced; ISL P50 {fmt(tok.get('isl_p50'), 'tokens')} / P99 "
+                  f"{fmt(tok.get('isl_p99'), 'tokens')}, OSL P50 {fmt(tok.get('osl_p50'), 'tokens')} / P99 "
+                  f"{fmt(tok.get('osl_p99'), 'tokens')} (the model's workload table); input "
+                  f"{fmt(tok.get('input_total'), 'tokens')} total = {fmt(tok.get('input_cached'), 'tokens')} cached + "
+                  f"{fmt(tok.get('input_recomputed'), 'tokens')} recomputed, overstatement "
+                  f"{fmt(tok.get('input_overstatement'), 'rate')}×; "
+                  f"{fmt(cap['mean_output_per_step'], 'rate')} output tokens per agent step "
                   f"({cap['mean_output_per_step_source']}), {fmt(cap['sessions'], 'int')} agent sessions")
-    baseline = (f"{fmt(cap['capacity_goodput_per_gpu'], 'rate')} tok/s per GPU under SLO, {source_label(cap)}"
+    baseline = (f"{identity(cap)}; {fmt(cap['capacity_goodput_per_gpu'], 'rate')} tok/s per GPU under SLO, "
+                f"{source_label(cap)}"
                 + (f", lambda_slo_max {fmt(cap['lambda_slo_max'], 'rate')} req/s" if cap["lambda_slo_max"] else "")
                 + f"; daily capacity {fmt(cap['daily_capacity_tokens'], 'tokens')} output tokens, utilization "
                   f"{fmt(cap['utilization'], 'pct')}; the day ran {fmt(cap['goodput_per_gpu'], 'rate')} tok/s per "
-                  f"GPU under SLO; $/MTok under SLO {fmt(cap['cost_per_mtok_goodput'], 'money_mtok', currency)}, "
+                  f"GPU and {fmt(cap.get('goodput_per_watt'), 'rate')} tok/s per watt under SLO; $/MTok under SLO "
+                  f"{fmt(cap['cost_per_mtok_goodput'], 'money_mtok', currency)}, "
                   f"daily value {fmt(cap['daily_value'], 'money', currency)}, daily cost at capacity "
                   f"{fmt(cap['daily_cost_at_capacity'], 'money', currency)}; supported agent steps "
                   f"{fmt(cap['supported_agent_steps'], 'tokens')}; task attainment "
                   f"{fmt(cap['task_attainment'], 'ratio')} against attainment ** mean steps "
                   f"{fmt(cap['expected_task_attainment'], 'ratio')}")
-    basis = PEAK_BASIS.get(plan.get("peak_basis"), "—")
-    peak = (f"{basis} {_hhmm(plan.get('peak_window_start'))}–"
-            f"{_hhmm(plan.get('peak_window_end'))} UTC: {fmt(plan.get('peak_requests'), 'int')} requests, "
-            f"{fmt(plan.get('peak_arrival_rate'), 'rate')} req/s; peak-to-mean "
-            f"{fmt(plan.get('peak_to_mean'), 'rate')}; "
-            f"{fmt(plan.get('hours_over_capacity'), 'int')} hour(s) over capacity, largest backlog "
-            f"{fmt(plan.get('max_backlog_tokens'), 'tokens')} tokens")
+    peak = _peak_text(review, cap["model"], plan)
     failure = (f"N-{plan.get('headroom_failure_replicas', '—')}: {plan.get('headroom_failure_replicas', '—')} "
-               f"replica(s) out keep the SLO = {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs")
-    lag = (f"scaling lag {fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = "
-           f"{fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')} GPUs")
-    headroom = (f"base {fmt(plan.get('base_gpus'), 'gpus')} GPUs ({fmt(plan.get('replicas_needed_erlang'), 'int')} "
-                f"replica(s) for {fmt(plan.get('erlang_c_slots'), 'int')} Erlang C slots; Little's law "
+               f"replica(s) out keep the SLO = {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs"
+               + _failures_text(review, cap["model"]))
+    lag = _lag_text(plan)
+    headroom = (f"Erlang C: base {fmt(plan.get('base_gpus'), 'gpus')} GPUs "
+                f"({fmt(plan.get('replicas_needed_erlang'), 'int')} replica(s) for "
+                f"{fmt(plan.get('erlang_c_slots'), 'int')} Erlang C slots; Little's law "
                 f"{fmt(plan.get('littles_law_concurrency'), 'rate')} in flight; seed 000's rule "
                 f"{fmt(plan.get('replicas_needed_seed_rule'), 'int')} replica(s) at redundancy "
-                f"{plan.get('seed_rule_redundancy', '—')}); forecast error "
+                f"{plan.get('seed_rule_redundancy', '—')}); scaling lag "
+                f"{fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = "
+                f"{fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')}, forecast error "
                 f"{fmt(plan.get('headroom_forecast_error_pct'), 'pct')} = "
                 f"{fmt(plan.get('headroom_forecast_error_gpus'), 'gpus')}, release "
                 f"{fmt(plan.get('headroom_release_pct'), 'pct')} = {fmt(plan.get('headroom_release_gpus'), 'gpus')}, "
                 f"jitter {fmt(plan.get('headroom_jitter_pct'), 'pct')} = "
                 f"{fmt(plan.get('headroom_jitter_gpus'), 'gpus')}"
-                f" (percentages {fmt(plan.get('headroom_pct_total'), 'pct')} in all); GPUs needed "
-                f"{fmt(plan.get('gpus_needed'), 'gpus')} against {fmt(plan.get('gpus_deployed'), 'gpus')} deployed: "
-                f"{_surplus(plan.get('gpu_surplus'))}")
+                f" (percentages {fmt(plan.get('headroom_pct_total'), 'pct')} in all): "
+                f"{fmt(plan.get('gpus_needed'), 'gpus')} GPUs. Seed 002: "
+                f"{fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s at the peak / "
+                f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU = "
+                f"{fmt(plan.get('goodput_sizing_base_gpus'), 'gpus')} GPUs, with the same headroom "
+                f"{fmt(plan.get('gpus_needed_goodput'), 'gpus')} (difference "
+                f"{fmt(plan.get('gpus_needed_difference'), 'gpus')}). GPUs needed "
+                f"{fmt(plan.get('gpus_needed_binding', plan.get('gpus_needed')), 'gpus')}"
+                + (f" ({'seed 002' if plan.get('binding_sizing') == 'goodput' else 'Erlang C'} binds)"
+                   if plan.get("binding_sizing") else "")
+                + f" against {fmt(plan.get('gpus_deployed'), 'gpus')} deployed: "
+                  f"{_surplus(plan.get('gpu_surplus_binding', plan.get('gpu_surplus')))}")
     validation = ("measured by a load test" if cap["capacity_source"] == "loadtest"
                   else "demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
                   else "no capacity figure") + f": {cap['capacity_note']}"
+    validation += (f". Load-test run {cap['loadtest_run_id'] or 'none'}; figures published by Dagster run "
+                   f"{review.published_run_id or '—'}, review written by run {review.run_id or '—'}; price "
+                   f"version {cap.get('price_version') or '—'}, SLO version {cap['slo_version']}")
     return Table(f"Capacity review of {cap['deployment_id']} ({cap['model']})", ["item", "content"], [
         ["SLO", slo], ["Workload", workload], ["Baseline", baseline], ["Peak", peak], ["Failure", failure],
         ["Lag", lag], ["Headroom", headroom], ["Validation", validation],
     ])
+
+
+def _peak_text(review: Review, model: str, plan: Row) -> str:
+    """Seed 002's Peak: the planning peak, the peaks beyond the minute, how long bursts lasted, the load against
+    capacity, and the growth forecast from the trailing 28 days."""
+    basis = PEAK_BASIS.get(plan.get("peak_basis"), "—")
+    hours = [r for r in review.load if r["model"] == model]
+    burst = max(hours, key=lambda r: (r.get("burst_seconds") or 0, -r["hour"]), default=None)
+    text = (f"{basis} {_hhmm(plan.get('peak_window_start'))}–{_hhmm(plan.get('peak_window_end'))} UTC: "
+            f"{fmt(plan.get('peak_requests'), 'int')} requests, {fmt(plan.get('peak_arrival_rate'), 'rate')} req/s, "
+            f"{fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s")
+    if hours:
+        def top(key: str) -> float:
+            return max(r.get(key) or 0 for r in hours)
+
+        text += (f"; busiest second {fmt(top('peak_second_arrival_rate'), 'rate')} "
+                 f"req/s, busiest minute {fmt(top('peak_minute_arrival_rate'), 'rate')} req/s, "
+                 f"{fmt(top('peak_minute_output_token_rate'), 'rate')} output and "
+                 f"{fmt(top('peak_minute_input_token_rate'), 'rate')} input tok/s")
+        if burst and burst.get("burst_seconds"):
+            text += (f"; longest burst above the planning rate {burst['burst_seconds'] / 60:g} min from "
+                     f"{burst['hour']:02d}:00")
+    text += (f"; peak-to-mean {fmt(plan.get('peak_to_mean'), 'rate')}; "
+             f"{fmt(plan.get('hours_over_capacity'), 'int')} hour(s) over capacity, largest backlog "
+             f"{fmt(plan.get('max_backlog_tokens'), 'tokens')} tokens")
+    forecast = growth_forecast(_peak_history(review, model), review.day)
+    if "forecast" in forecast:
+        growth = forecast["weekly_growth"]
+        text += (f"; growth {'—' if growth is None else f'{growth:+.1%}'} a week over {forecast['days']} published "
+                 f"days, peak forecast in 28 days {fmt(forecast['forecast'], 'rate')} output tok/s")
+    else:
+        text += (f"; growth forecast needs 14 published days in the last 28 ({forecast['days']} so far)")
+    return text
+
+
+def _failures_text(review: Review, model: str) -> str:
+    hours = [r for r in review.load if r["model"] == model]
+    if not hours or "timeout_requests" not in hours[0]:
+        return ""
+    total = {k: sum(r.get(k) or 0 for r in hours)
+             for k in ("error_requests", "timeout_requests", "disconnected_requests", "rejected_requests")}
+    return (f"; the day's failures: {total['timeout_requests']:,} timeouts, {total['disconnected_requests']:,} "
+            f"disconnects, {total['error_requests']:,} errors, {total['rejected_requests']:,} rejected")
+
+
+def _lag_text(plan: Row) -> str:
+    if plan.get("lag_minutes") is None:
+        return ("scale-out and warm-up time not configured (scale_out_minutes, warmup_minutes in deployments.yaml); "
+                f"the policy's scaling lag {fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = "
+                f"{fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')} GPUs")
+    return (f"scale-out {fmt(plan.get('scale_out_minutes'), 'rate')} + warm-up "
+            f"{fmt(plan.get('warmup_minutes'), 'rate')} = {plan['lag_minutes']} min; over that time before the "
+            f"peak the output rate grows by "
+            f"{fmt(plan.get('lag_growth_token_rate'), 'rate')} tok/s = {fmt(plan.get('lag_gpus'), 'gpus')} GPUs at "
+            f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU, against the policy's scaling lag "
+            f"{fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = {fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')}"
+            " GPUs")
 
 
 def figures_table(review: Review, cap: Row) -> Table:
@@ -238,6 +524,7 @@ def figures_table(review: Review, cap: Row) -> Table:
         ("capacity source", source_label(cap)),
         ("lambda_slo_max (req/s)", fmt(cap["lambda_slo_max"], "rate")),
         ("goodput per GPU, the day (tok/s)", fmt(cap["goodput_per_gpu"], "rate")),
+        ("goodput per watt, the day (tok/s per W)", fmt(cap.get("goodput_per_watt"), "rate")),
         ("daily capacity (output tokens)", fmt(cap["daily_capacity_tokens"], "tokens")),
         ("output produced (tokens)", fmt(cap["output_tokens"], "tokens")),
         ("utilization", fmt(cap["utilization"], "pct")),
@@ -248,13 +535,20 @@ def figures_table(review: Review, cap: Row) -> Table:
         ("task attainment", fmt(cap["task_attainment"], "ratio")),
         ("attainment ** mean steps", fmt(cap["expected_task_attainment"], "ratio")),
         ("peak arrival rate (req/s)", fmt(plan.get("peak_arrival_rate"), "rate")),
+        ("peak output token rate (tok/s)", fmt(plan.get("peak_output_token_rate"), "rate")),
         ("Little's law concurrency", fmt(plan.get("littles_law_concurrency"), "rate")),
         ("Erlang C slots", fmt(plan.get("erlang_c_slots"), "int")),
+        ("slots per replica (source)", f"{fmt(plan.get('slots_per_replica_used'), 'rate')} "
+                                       f"({plan.get('slots_per_replica_source') or '—'})"),
         ("replicas (Erlang C / seed 000's rule)",
          f"{fmt(plan.get('replicas_needed_erlang'), 'int')} / {fmt(plan.get('replicas_needed_seed_rule'), 'int')}"),
-        ("GPUs needed", fmt(plan.get("gpus_needed"), "gpus")),
+        ("GPUs needed (Erlang C)", fmt(plan.get("gpus_needed"), "gpus")),
+        ("GPUs needed (seed 002)", fmt(plan.get("gpus_needed_goodput"), "gpus")),
+        ("seed 002 minus Erlang C (GPUs)", fmt(plan.get("gpus_needed_difference"), "gpus")),
         ("GPUs deployed", fmt(plan.get("gpus_deployed"), "gpus")),
-        ("GPU surplus (negative: deficit)", fmt(plan.get("gpu_surplus"), "gpus")),
+        ("GPU surplus against the binding sizing (negative: deficit)",
+         fmt(plan.get("gpu_surplus_binding", plan.get("gpu_surplus")), "gpus")),
+        ("lag (min) / lag GPUs", f"{fmt(plan.get('lag_minutes'), 'int')} / {fmt(plan.get('lag_gpus'), 'gpus')}"),
         ("hours over capacity", fmt(plan.get("hours_over_capacity"), "int")),
         ("largest backlog (tokens)", fmt(plan.get("max_backlog_tokens"), "tokens")),
     ]
@@ -359,11 +653,13 @@ def load_chart(model: str, hours: Sequence[Row]) -> str:
 
 
 def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> str:
-    """Attainment per ISL bucket as bars against the commitment line; buckets not judged are drawn pale."""
+    """Attainment per ISL bucket as bars against the commitment line; buckets not judged are drawn pale. Each value
+    sits above its own bar and the commitment is named in the legend under the axis, so no label covers a bar."""
     buckets = [r for r in rows if r["isl_bucket"] != "all"]
     values = [r["attainment"] for r in buckets if r["attainment"] is not None]
     lo = min(values + ([target] if target is not None else []) + [1.0])
     lo = max(0.0, math.floor((lo - 0.01) * 20) / 20)
+    height = H + 16
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
     slot = plot_w / max(len(buckets), 1)
 
@@ -387,13 +683,26 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
     if target is not None:
         body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
                     f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(_text(W - RIGHT - 4, y(target) - 5, f"commitment {target:g}", anchor="end"))
-    return _svg("attainment", f"Attainment by ISL bucket, {model}", body)
+        body.append(f'<line x1="{LEFT}" x2="{LEFT + 22}" y1="{height - 9}" y2="{height - 9}" stroke="{PALETTE[1]}" '
+                    'stroke-width="2" stroke-dasharray="5 3"/>')
+        body.append(_text(LEFT + 28, height - 5, f"commitment {target:g} (dashed); bars: green met, red missed, "
+                                                 "pale not judged", anchor="start"))
+    return _svg("attainment", f"Attainment by ISL bucket, {model}", body, height=height)
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of a log axis from lo to hi (powers of ten): each power, with 2 and 5 between over 2 decades
+    or less."""
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if last - first <= 2 else (1,)
+    return [m * 10.0 ** e for e in range(first, last + 1) for m in steps if lo <= m * 10.0 ** e <= hi]
 
 
 def cost_chart(history: Sequence[Row], day: date) -> str:
     """$/MTok under SLO per deployment (and currency) over the published days up to `day`: money compares across
-    models, so every configuration shares one chart."""
+    models, so every configuration shares one chart. The x-axis is a date axis (a day not published is a gap, and
+    the line is not drawn across it); when the series differ by 10x or more the y-axis is logarithmic, so that the
+    cheaper models are not flattened against zero."""
     history = [r for r in history if r["day"] <= day]
     days = sorted({r["day"] for r in history})
     series: dict[tuple[str, str, str], dict[date, float]] = {}
@@ -402,27 +711,54 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
             key = (r["model"], r["deployment_id"], r["currency"])
             series.setdefault(key, {})[r["day"]] = r["cost_per_mtok_goodput"]
     values = [v for s in series.values() for v in s.values()]
-    top = _nice_max(max(values + [0.0]) * 1.05)
+    positive = [v for v in values if v > 0]
+    log = bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
     height = H + 18 * len(series)
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
+    span = (days[-1] - days[0]).days if days else 0
 
     def x(d: date) -> float:
-        return LEFT + (plot_w * (days.index(d) / (len(days) - 1)) if len(days) > 1 else plot_w / 2)
+        return LEFT + (plot_w * (d - days[0]).days / span if span else plot_w / 2)
 
-    def y(v: float) -> float:
-        return TOP + plot_h * (1 - v / top)
+    if log:
+        lo = 10.0 ** math.floor(math.log10(min(positive)))
+        hi = 10.0 ** math.ceil(math.log10(max(positive)))
 
-    body = _y_axis(0, top, "$/MTok under SLO", _tick)
-    step = max(1, math.ceil(len(days) / 8))
-    for i, d in enumerate(days):
-        if i % step == 0 or d == days[-1]:
-            body.append(_text(x(d), H - BOTTOM + 14, d.strftime("%m-%d")))
+        def y(v: float) -> float:
+            return TOP + plot_h * (1 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+
+        body = []
+        for tick in _log_ticks(lo, hi):
+            body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+                        'stroke="#e4e7eb"/>')
+            body.append(_text(LEFT - 6, y(tick) + 4, _tick(tick), anchor="end"))
+        body.append(_text(14, TOP + plot_h / 2, "$/MTok under SLO (log scale)",
+                          transform=f"rotate(-90 14 {TOP + plot_h / 2:.1f})"))
+    else:
+        top = _nice_max(max(values + [0.0]) * 1.05)
+
+        def y(v: float) -> float:
+            return TOP + plot_h * (1 - v / top)
+
+        body = _y_axis(0, top, "$/MTok under SLO", _tick)
+    step = max(1, math.ceil((span + 1) / 8))
+    for i in range(0, span + 1, step):
+        d = days[0] + timedelta(days=i)
+        body.append(_text(x(d), H - BOTTOM + 14, d.strftime("%m-%d")))
     for n, ((model, deployment, currency), points) in enumerate(sorted(series.items())):
         colour = PALETTE[n % len(PALETTE)]
         ordered = sorted(points.items())
-        if len(ordered) > 1:
-            coords = " ".join(f"{x(d):.1f},{y(v):.1f}" for d, v in ordered)
-            body.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        # A line joins consecutive calendar days only: a missing day breaks it.
+        runs: list[list[tuple[date, float]]] = []
+        for d, v in ordered:
+            if runs and (d - runs[-1][-1][0]).days == 1:
+                runs[-1].append((d, v))
+            else:
+                runs.append([(d, v)])
+        for run in runs:
+            if len(run) > 1:
+                coords = " ".join(f"{x(d):.1f},{y(v):.1f}" for d, v in run)
+                body.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for d, v in ordered:
             body.append(f'<circle cx="{x(d):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}">'
                         f"<title>{html.escape(f'{d} {deployment}: {v:,.4f} {currency}')}</title></circle>")
@@ -436,25 +772,31 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
 
 # --- documents -----------------------------------------------------------------------------------------------------
 
-INTRO = ("Every figure is bound to a model and its serving configuration: token counts of different models are "
-         "never compared; money is. Capacity is SLO goodput per GPU (output tokens of compliant requests per "
-         "second), from a verified load test or, as a lower bound, from the best production window in which every "
-         "commitment held. Source: the published infra.capacity_daily, infra.capacity_plan_daily, infra.load_hourly, "
-         "infra.slo_daily and finance.cost_per_mtok_daily (definitions: spec/metrics.md, sections 2-6).")
+INTRO = ("Every figure is bound to a model and its serving configuration (model and engine versions, GPU type, "
+         "parallelism, quantization, cache policy): token counts of different models are never compared; money is. "
+         "Capacity is SLO goodput per GPU (output tokens of compliant requests per second), from a verified load "
+         "test of the same configuration or, as a lower bound, from the best production window in which every "
+         "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and seed 002's "
+         "sizing (the peak's tokens over the goodput per GPU), each with the policy's itemized headroom. Source: the "
+         "published infra.capacity_daily, capacity_plan_daily, load_hourly, slo_daily, slo_hourly, goodput_hourly, "
+         "token_split_daily and finance.cost_per_mtok_daily (definitions: spec/metrics.md, sections 2-6).")
+# Cells of these columns are coloured by their verdict word.
+_VERDICT_COLUMNS = ("verdict", "SLO")
 
 
-def _html_table(table: Table) -> str:
+def _html_table(table: Table, css_class: str = "") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
     body = []
     for row in table.rows:
         cells = []
         for i, cell in enumerate(row):
             cls = ' class="num"' if i in table.numeric else ""
-            if table.header[i] == "verdict":
+            if table.header[i] in _VERDICT_COLUMNS:
                 cls = f' class="{"met" if cell == "met" else "missed" if cell == "missed" else "muted"}"'
             cells.append(f"<td{cls}>{html.escape(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<table><caption>{html.escape(table.caption)}</caption><thead><tr>{head}</tr></thead>"
+    attr = f' class="{css_class}"' if css_class else ""
+    return (f"<table{attr}><caption>{html.escape(table.caption)}</caption><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
@@ -467,27 +809,32 @@ def _figure(svg: str, caption: str) -> str:
 
 
 def render_html(review: Review) -> str:
-    """The review as one self-contained HTML page (inline CSS and SVG, nothing fetched)."""
+    """The review as one self-contained HTML page (inline CSS and SVG, nothing fetched), its verdict first."""
     title = f"Capacity review {review.day.isoformat()}"
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
              f"<style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)} (UTC)</h1>", f'<p class="lede">{html.escape(INTRO)}</p>',
+             f"<h1>{html.escape(title)} (UTC)</h1>",
+             '<section id="verdict">', _html_table(verdict_table(review), "verdict"), "</section>",
+             f'<p class="lede">{html.escape(INTRO)}</p>',
              "<h2>Summary</h2>", _html_table(summary_table(review)),
              "<h2>$/MTok under SLO over time</h2>",
              _figure(cost_chart(review.cost_history, review.day),
                      "Cost per million output tokens of compliant requests, per deployment, on every published day "
-                     f"up to {review.day.isoformat()}.")]
+                     f"up to {review.day.isoformat()} (a date axis: a day not published is a gap).")]
     for model in _models(review):
         policy = review.policy.get(model, {})
         parts.append(f'<section id="model-{html.escape(_anchor(model))}"><h2>Model {html.escape(model)}</h2>')
         parts.append('<div class="charts">')
         parts.append(_figure(load_chart(model, [r for r in review.load if r["model"] == model]),
                              "Demand (output tokens/s of requests that reached the model) per UTC hour against the "
-                             "capacity token rate."))
+                             "capacity token rate (each model on its own scale)."))
         parts.append(_figure(attainment_chart(model, _slo_rows(review, model), policy.get("attainment_target")),
                              "Attainment per ISL bucket against the commitment (pale: too few requests to judge)."))
         parts.append("</div>")
         parts.append(_html_table(slo_table(review, model)))
+        parts += [f'<p class="note">{html.escape(line)}</p>' for line in hourly_findings(review, model)]
+        parts.append('<div class="tables">' + _html_table(workload_table(review, model))
+                     + _html_table(input_table(review, model)) + "</div>")
         for cap in [c for c in review.capacity if c["model"] == model]:
             inventory = review.deployments.get(cap["deployment_id"])
             parts.append(f'<section id="deployment-{html.escape(_anchor(cap["deployment_id"]))}">'
@@ -514,11 +861,13 @@ def _md_table(table: Table) -> str:
 
 
 def render_markdown(review: Review) -> str:
-    """The review's tables as Markdown (no charts)."""
-    parts = [f"# Capacity review {review.day.isoformat()} (UTC)", "", _md_cell(INTRO), "", "## Summary", "",
-             _md_table(summary_table(review))]
+    """The review's tables as Markdown (no charts), its verdict first."""
+    parts = [f"# Capacity review {review.day.isoformat()} (UTC)", "", _md_table(verdict_table(review)),
+             _md_cell(INTRO), "", "## Summary", "", _md_table(summary_table(review))]
     for model in _models(review):
         parts += [f"## Model {_md_cell(model)}", "", _md_table(slo_table(review, model))]
+        parts += [_md_cell(line) + "\n" for line in hourly_findings(review, model)]
+        parts += [_md_table(workload_table(review, model)), _md_table(input_table(review, model))]
         for cap in [c for c in review.capacity if c["model"] == model]:
             inventory = review.deployments.get(cap["deployment_id"])
             parts += [f"### {_md_cell(cap['deployment_id'])}: {_md_cell(configuration(cap, inventory))}", "",
@@ -528,9 +877,12 @@ def render_markdown(review: Review) -> str:
 
 def tables(review: Review) -> Iterable[Table]:
     """Every table of the review, in document order (the HTML and the Markdown print the same ones)."""
+    yield verdict_table(review)
     yield summary_table(review)
     for model in _models(review):
         yield slo_table(review, model)
+        yield workload_table(review, model)
+        yield input_table(review, model)
         for cap in [c for c in review.capacity if c["model"] == model]:
             yield template_table(review, cap)
             yield figures_table(review, cap)

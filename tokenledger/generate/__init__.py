@@ -13,10 +13,16 @@ from pathlib import Path
 
 from .billing import write_focus
 from .configs import write_configs
+from .fleet import initial_replicas
 from .gateway import BadRow, DaySummary, generate_day
 from .loadtest import capacity_rps, default_steps, generate_loadtest_run, knee_index, rho_knee
 
+#: The deployment the demo load-tests (`tokenledger generate --with-loadtest`): the one whose peaks cross capacity.
+DEMO_LOADTEST_MODEL, DEMO_LOADTEST_DEPLOYMENT = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
+
 __all__ = [
+    "DEMO_LOADTEST_DEPLOYMENT",
+    "DEMO_LOADTEST_MODEL",
     "BadRow",
     "DaySummary",
     "GenerateSummary",
@@ -24,6 +30,7 @@ __all__ = [
     "default_steps",
     "generate_landing_zone",
     "generate_loadtest_run",
+    "initial_replicas",
     "knee_index",
     "rho_knee",
 ]
@@ -53,8 +60,9 @@ def generate_landing_zone(
     """Write ``raw/gateway``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from ``start``.
 
     ``requests_per_day`` is the weekday volume; Saturdays and Sundays carry 60% and 55% of it (plus or minus
-    Poisson noise and bursts). ``bad_rows_per_day`` invalid rows are added to each day, one of each kind in
-    ``scenario.BAD_ROW_KINDS`` order.
+    Poisson noise and bursts). The fleet in ``config/deployments.yaml`` and the bill is sized to it
+    (:mod:`tokenledger.generate.fleet`): per-GPU speeds are the scenario's, whatever the volume.
+    ``bad_rows_per_day`` invalid rows are added to each day, one of each kind in ``scenario.BAD_ROW_KINDS`` order.
     """
     if days < 1 or requests_per_day < 0 or bad_rows_per_day < 0:
         raise ValueError("days must be >= 1 and requests_per_day, bad_rows_per_day >= 0")
@@ -63,8 +71,8 @@ def generate_landing_zone(
         generate_day(home, start, start + timedelta(days=i), requests_per_day, seed, bad_rows_per_day)
         for i in range(days)
     )
-    focus = write_focus(home, start, days, seed)
-    configs = write_configs(home, start, seed)
+    focus = write_focus(home, start, days, seed, requests_per_day)
+    configs = write_configs(home, start, seed, requests_per_day)
     return GenerateSummary(
         home=home,
         start=start,

@@ -4,7 +4,7 @@ The rows exercise every path of cost allocation: GPU and CPU instances hourly (t
 network egress and storage daily (one storage row with a 6-hour period, untagged, placed only by its
 ResourceId pattern), an untagged platform cost, a shared-pool cost tagged ``shared``, and a credit spanning
 several days.
-The on-premises deployment has no rows: it is costed from its rate card.
+The on-premises deployments have no rows: they are costed from their rate cards.
 
 Formatting follows the public FOCUS 1.0 sample: ``YYYY-MM-DD HH:MM:SS`` UTC timestamps (end exclusive),
 literal unquoted ``NULL`` for missing values, strings double-quoted, numbers plain.
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from .fleet import initial_replicas, replicas_per_minute
 from .gateway import connect
 from .scenario import (
     DEPLOYMENTS,
@@ -56,14 +57,14 @@ NUMERIC = (
 )  # fmt: skip
 
 #: Daily network egress (GB) and model-weight storage (GB per replica) of each cloud deployment.
-EGRESS_GB_PER_DAY = {"llama70b-h100-tp8": 180.0, "qwen3coder-h200-tp8": 95.0}
-WEIGHTS_GB_PER_REPLICA = {"llama70b-h100-tp8": 500.0, "qwen3coder-h200-tp8": 1_200.0}
+EGRESS_GB_PER_DAY = {"qwen3coder30b-h100": 40.0}
+WEIGHTS_GB_PER_REPLICA = {"qwen3coder30b-h100": 120.0}
 EGRESS_PER_GB = 0.09
 EBS_PER_GB_MONTH = 0.08
 SNAPSHOT_PER_GB_MONTH = 0.05
 EKS_PER_HOUR = 0.10
-MONITORING_PER_DAY = 38.40
-CREDIT_PER_DAY = -250.0
+MONITORING_PER_DAY = 9.60
+CREDIT_PER_DAY = -12.0  # a promotional GPU credit of about a tenth of the coding model's instance bill
 
 
 @dataclass(frozen=True)
@@ -190,11 +191,13 @@ def _hourly_instance(
     )
 
 
-def _deployment_rows(start: date, day: date, dep: Deployment, seed: int) -> list[dict[str, object]]:
+def _deployment_rows(start: date, day: date, dep: Deployment, seed: int,
+                     requests_per_day: int) -> list[dict[str, object]]:
     assert dep.instance is not None
     rows = []
     d0 = datetime.combine(day, time(0), tzinfo=UTC)
-    reps = dep.replicas_per_minute(start, day)
+    reps = replicas_per_minute(dep, start, day, requests_per_day)
+    initial = initial_replicas(dep.deployment_id, requests_per_day)
     for h in range(24):
         hour = d0 + timedelta(hours=h)
         for i in range(int(reps[h * 60])):
@@ -207,7 +210,7 @@ def _deployment_rows(start: date, day: date, dep: Deployment, seed: int) -> list
                     arn,
                     f"{dep.deployment_id}-{i + 1}",
                     dep.deployment_id,
-                    committed=i < dep.replicas,
+                    committed=i < initial,
                 )
             )
         rows.append(
@@ -329,7 +332,7 @@ def _shared_rows(day: date) -> list[dict[str, object]]:
 def _special_rows(start: date, days: int) -> list[dict[str, object]]:
     """The one-off rows: a 6-hour snapshot charge and a credit spread over the generated days."""
     d0 = datetime.combine(start, time(0), tzinfo=UTC)
-    qwen = next(d for d in DEPLOYMENTS if d.deployment_id == "qwen3coder-h200-tp8")
+    qwen = next(d for d in DEPLOYMENTS if d.deployment_id == "qwen3coder30b-h100")
     snap_gb_month = WEIGHTS_GB_PER_REPLICA[qwen.deployment_id] * 6 / 24 / 30.0
     snap_cost = snap_gb_month * SNAPSHOT_PER_GB_MONTH
     snapshot = _row(
@@ -381,14 +384,15 @@ def _fmt(v: object) -> str | None:
     return f"{v:.10f}" if isinstance(v, float) else str(v)
 
 
-def write_focus(home: Path, start: date, days: int, seed: int) -> FocusFile:
-    """Write ``raw/billing/focus-<first day>-<last day>.csv`` (both inclusive)."""
+def write_focus(home: Path, start: date, days: int, seed: int, requests_per_day: int) -> FocusFile:
+    """Write ``raw/billing/focus-<first day>-<last day>.csv`` (both inclusive) for the fleet sized to
+    ``requests_per_day`` (:mod:`tokenledger.generate.fleet`)."""
     rows: list[dict[str, object]] = []
     for i in range(days):
         day = start + timedelta(days=i)
         for dep in DEPLOYMENTS:
             if dep.hosting == "cloud":
-                rows.extend(_deployment_rows(start, day, dep, seed))
+                rows.extend(_deployment_rows(start, day, dep, seed, requests_per_day))
         rows.extend(_shared_rows(day))
     rows.extend(_special_rows(start, days))
     rows.sort(

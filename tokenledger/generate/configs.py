@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from .fleet import replica_schedule
 from .scenario import (
     DEPLOYMENTS,
     ISL_BUCKETS,
@@ -54,6 +55,9 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
     return [
         f"  - deployment_id: {dep.deployment_id}",
         f"    model: {dep.model}",
+        f'    model_version: "{dep.model_version}"',
+        f"    engine: {dep.engine}",
+        f'    engine_version: "{dep.engine_version}"',
         f"    gpu_type: {dep.gpu_type}",
         f"    gpus: {replicas * dep.gpus_per_replica}",
         f"    gpus_per_replica: {dep.gpus_per_replica}",
@@ -63,6 +67,8 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
         f"    cache_policy: {dep.cache_policy}",
         f"    gpu_power_w: {dep.gpu_power_w}",
         f"    slots_per_replica: {dep.slots_per_replica}",
+        f"    scale_out_minutes: {dep.scale_out_minutes:g}",
+        f"    warmup_minutes: {dep.warmup_minutes:g}",
         f"    hosting: {dep.hosting}",
         f"    rate_card: {dep.rate_card or 'null'}",
         f"    resource_ids: {_flow_list(dep.resource_ids)}",
@@ -71,35 +77,47 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
     ]
 
 
-def deployments_yaml(start: date, seed: int) -> str:
+def deployments_yaml(start: date, seed: int, requests_per_day: int) -> str:
     lines = [
         _header(
-            "Model deployments of the synthetic scenario (tokenledger/generate/scenario.py): a 70B dense\n"
-            "# model on H100 that scales from 2 to 3 replicas, an 8B model on on-premises L40S, and a MoE\n"
-            "# coding model on H200.",
+            "Model deployments of the synthetic scenario (tokenledger/generate/scenario.py), sized to\n"
+            f"# {requests_per_day:,} requests a weekday: a 70B dense model (FP8, TP2 on on-premises H100 NVL) that\n"
+            "# adds a replica on the fourth day, an 8B model on an on-premises L40S, and a MoE coding model on a\n"
+            "# cloud H100.",
             start,
             seed,
         ).rstrip("\n"),
         "deployments:",
     ]
     for dep in DEPLOYMENTS:
-        schedule = dep.replica_schedule(start)
+        schedule = replica_schedule(dep, start, requests_per_day)
         for i, (at, replicas) in enumerate(schedule):
             valid_to = _when(schedule[i + 1][0]) if i + 1 < len(schedule) else None
             lines += _version_lines(dep, replicas, _when(at), valid_to)
     return "\n".join(lines) + "\n"
 
 
-def slo_yaml(start: date, seed: int) -> str:
-    buckets = "\n".join(
-        f'        - {{isl_bucket: "{name}", min_input_tokens: {lo}, max_input_tokens: '
+def _bucket_lines(buckets: tuple[tuple[str, int, int | None, int], ...], indent: str) -> str:
+    return "\n".join(
+        f'{indent}- {{isl_bucket: "{name}", min_input_tokens: {lo}, max_input_tokens: '
         f"{'null' if hi is None else hi}, ttft_limit_ms: {limit}}}"
-        for name, lo, hi, limit in ISL_BUCKETS
+        for name, lo, hi, limit in buckets
     )
-    overrides = "\n".join(
-        f"      {model}:\n" + "\n".join(f"        {k}: {v}" for k, v in keys.items())
-        for model, keys in MODEL_SLO_OVERRIDES.items()
-    )
+
+
+def _override_lines(keys: dict[str, object]) -> str:
+    lines = []
+    for k, v in keys.items():
+        if k == "isl_buckets" and isinstance(v, tuple):
+            lines.append("        isl_buckets:\n" + _bucket_lines(v, "          "))
+        else:
+            lines.append(f"        {k}: {v}")
+    return "\n".join(lines)
+
+
+def slo_yaml(start: date, seed: int) -> str:
+    buckets = _bucket_lines(ISL_BUCKETS, "        ")
+    overrides = "\n".join(f"      {model}:\n" + _override_lines(keys) for model, keys in MODEL_SLO_OVERRIDES.items())
     return (
         _header(
             "SLO policy: the default numbers of docs/configuration.md, one version from the first day.",
@@ -158,7 +176,7 @@ def costs_yaml(start: date, seed: int) -> str:
     return (
         _header(
             "Cost policy: category rules matching the generated FOCUS export, token-class weights, API list "
-            "prices\n# per model, and the rate card of the on-premises L40S deployment.",
+            "prices\n# per model, and the rate cards of the on-premises H100 NVL and L40S deployments.",
             start,
             seed,
         )
@@ -180,12 +198,12 @@ def costs_yaml(start: date, seed: int) -> str:
     )
 
 
-def write_configs(home: Path, start: date, seed: int) -> list[Path]:
+def write_configs(home: Path, start: date, seed: int, requests_per_day: int) -> list[Path]:
     folder = home / "config"
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for name, text in (
-        ("deployments.yaml", deployments_yaml(start, seed)),
+        ("deployments.yaml", deployments_yaml(start, seed, requests_per_day)),
         ("slo.yaml", slo_yaml(start, seed)),
         ("costs.yaml", costs_yaml(start, seed)),
     ):

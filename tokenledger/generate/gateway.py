@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .fleet import mean_work_rate, replicas_per_minute
 from .latency import fluid_queue, request_latencies
 from .outcomes import BAD_STATUS, ERROR_TYPES, OK, STATUSES, apply_outcomes
 from .scenario import (
@@ -182,8 +183,9 @@ def day_traffic(start: date, day: date, requests_per_day: int, seed: int) -> Tra
                 + _SESSION_KEY_OFFSET
             )
             keys.append(np.where(b.session >= 0, mix64(skey), np.uint64(0)))
-        reps = dep.replicas_per_minute(start, day).astype(float)
-        demand = dep.mean_utilization * dep.replicas * shape  # replica-minutes of work per minute
+        reps = replicas_per_minute(dep, start, day, requests_per_day).astype(float)
+        # Replicas' worth of work arriving each minute: the volume's expected work along the day's shape.
+        demand = mean_work_rate(dep.deployment_id, requests_per_day) * shape
         rng = rng_for(seed, day, dep.deployment_id, "serve")
         parts.append(
             serve(rng, di, Batch.concat(batches), np.concatenate(keys), demand, reps, PRODUCTION_OUTCOMES)

@@ -1,9 +1,10 @@
 """Synthetic load-test runs: arrival-rate steps against one deployment at a fixed number of replicas.
 
-A load test's arrival rates are absolute (requests/s), so utilization comes from physical capacity here:
-a request costs ``recomputed / prefill_capacity_tps + output / decode_capacity_tps`` replica-seconds, and the
-deployment's capacity is ``replicas / E[cost]`` requests/s (:func:`capacity_rps`). Each step then runs at
-``rho = rate / capacity_rps`` through the same fluid queue and latency model as production.
+A load test's arrival rates are absolute (requests/s), so utilization comes from the physical capacity: a request
+costs ``recomputed / prefill_capacity_tps + output / decode_capacity_tps`` replica-seconds
+(:func:`tokenledger.generate.fleet.expected_work_s`), and the deployment's capacity is ``replicas / E[cost]``
+requests/s (:func:`capacity_rps`), the same machine the production logs of any volume describe. Each step then
+runs at ``rho = rate / capacity_rps`` through the same fluid queue and latency model as production.
 
 The knee follows from the latency model: the stochastic queue wait is exponential with mean
 ``queue_scale_ms * rho**4 / (1 - rho)``, so its P99 (ln 100 times the mean) reaches the policy's
@@ -17,75 +18,30 @@ from __future__ import annotations
 import math
 import zlib
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from .fleet import expected_work_s, initial_replicas, requests_of, streams_of
 from .gateway import NODE_INDEX, Traffic, connect, mix64, serve, to_arrow, write_files
 from .latency import mean_queue_ms
-from .scenario import (
-    DEPLOYMENT_BY_ID,
-    DEPLOYMENTS,
-    LOADTEST_OUTCOMES,
-    QUEUE_P99_MS,
-    SCENARIO_SEED,
-    STREAMS,
-    TENANTS,
-    Stream,
-    rng_for,
-)
-from .workload import Batch, agent_step_samples, chat_batch, poisson_times
+from .scenario import DEPLOYMENT_BY_ID, DEPLOYMENTS, LOADTEST_OUTCOMES, QUEUE_P99_MS, TENANTS, rng_for
+from .workload import Batch, poisson_times
 
 #: Default steps as utilization of the deployment's capacity at its initial replica count.
 LOADTEST_RHO = (0.30, 0.50, 0.65, 0.80, 0.95, 1.10)
 _LOADTEST_KEY_OFFSET = np.uint64(1 << 62)  # keeps load-test request ids apart from production ones
 
 
-def _streams(deployment_id: str) -> list[Stream]:
-    return [s for s in STREAMS if s.deployment_id == deployment_id]
-
-
-def _requests(rng: np.random.Generator, stream: Stream, t_ms: np.ndarray) -> Batch:
-    """Requests of ``stream`` at times ``t_ms``; agent steps are replayed as independent requests."""
-    if stream.is_agent:
-        b = agent_step_samples(rng, stream, len(t_ms))
-        b.t_ms = t_ms
-        return b
-    return chat_batch(rng, stream, t_ms)
-
-
-@cache
-def expected_work_s(deployment_id: str) -> float:
-    """Mean replica-seconds of work per request of the deployment's production mix (fixed-seed sample)."""
-    dep = DEPLOYMENT_BY_ID[deployment_id]
-    lat = dep.latency
-    streams = _streams(deployment_id)
-    total_share = sum(s.share for s in streams)
-    work = 0.0
-    for s in streams:
-        b = _requests(rng_for(SCENARIO_SEED, s.name, "work"), s, np.zeros(50_000, dtype=np.int64))
-        per_request = (
-            b.input_tokens - b.cached
-        ) / lat.prefill_capacity_tps + b.output / lat.decode_capacity_tps
-        work += s.share / total_share * float(per_request.mean())
-    return work
-
-
 def capacity_rps(deployment_id: str, replicas: int | None = None, requests_per_day: int | None = None) -> float:
-    """Requests/s the deployment completes at full utilization (initial replica count by default).
+    """Requests/s the deployment completes at full utilization: its replicas over the expected work of a request.
 
-    Without ``requests_per_day`` it is the physical capacity of the latency model. With it, it is the capacity
-    the production logs of that volume imply: production latency runs at ``mean_utilization`` of capacity on
-    an average weekday minute, whatever the volume, so a load test meant to sit beside a generated landing zone
-    must share that capacity (otherwise the two would disagree by the ratio of the volumes).
+    The replicas are ``replicas`` or, by default, the fleet sized to ``requests_per_day``
+    (:func:`tokenledger.generate.fleet.initial_replicas`, one replica without a volume): the replicas a landing
+    zone of that volume starts with, so a run scheduled before any scale-up measures the inventory in force.
     """
-    dep = DEPLOYMENT_BY_ID[deployment_id]
-    reps = replicas or dep.replicas
-    if requests_per_day is None:
-        return reps / expected_work_s(deployment_id)
-    mean_rps = requests_per_day * sum(s.share for s in _streams(deployment_id)) / 86_400
-    return mean_rps / dep.mean_utilization * reps / dep.replicas
+    reps = replicas or initial_replicas(deployment_id, requests_per_day)
+    return reps / expected_work_s(deployment_id)
 
 
 def rho_knee(deployment_id: str) -> float:
@@ -135,10 +91,10 @@ def generate_loadtest_run(
     """Write ``raw/loadtest/<run_id>/requests.jsonl.gz`` and ``run.yaml``; return the run folder.
 
     ``steps`` are arrival rates in requests/s (default :func:`default_steps`), each held ``step_minutes``
-    with Poisson arrivals, against the deployment's initial replica count (its first inventory version, so
-    schedule the run before the scale-up). ``warmup_min`` in run.yaml is the number of minutes at the start of
-    *each* step excluded from that step's measurement. With ``requests_per_day``, the deployment's capacity is
-    the one production logs of that volume imply (:func:`capacity_rps`), so the run and the landing zone agree.
+    with Poisson arrivals, against the deployment's initial replica count at ``requests_per_day`` (its first
+    inventory version in a landing zone of that volume, so schedule the run before the scale-up; one replica
+    without a volume). ``warmup_min`` in run.yaml is the number of minutes at the start of *each* step excluded
+    from that step's measurement.
 
     The knee is not written anywhere: a step's utilization is ``rate / capacity_rps(deployment_id)``, every
     commitment holds while it is at most ``rho_knee`` (~0.87, where the queue P99 reaches 300 ms) and the
@@ -148,6 +104,7 @@ def generate_loadtest_run(
     dep = DEPLOYMENT_BY_ID.get(deployment_id)
     if dep is None or dep.model != model:
         raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    replicas = initial_replicas(deployment_id, requests_per_day)
     home = Path(home)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
@@ -155,21 +112,21 @@ def generate_loadtest_run(
     minutes = len(rates) * step_minutes
     rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
     run_key = zlib.crc32(run_id.encode())
-    streams = _streams(deployment_id)
+    streams = streams_of(deployment_id)
     total_share = sum(s.share for s in streams)
 
     batches = []
     for s in streams:
         rng = rng_for(seed, "loadtest", run_key, s.name)
         t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
-        batches.append(_requests(rng, s, t))
+        batches.append(requests_of(rng, s, t))
     batch = Batch.concat(batches)
     batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
     batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
 
-    # replica-seconds of work per second: each request costs replicas / capacity
-    demand = rate_per_minute * dep.replicas / capacity_rps(deployment_id, requests_per_day=requests_per_day)
-    capacity = np.full(minutes, float(dep.replicas))
+    # replicas' worth of work arriving each minute: each request costs expected_work_s replica-seconds
+    demand = rate_per_minute * expected_work_s(deployment_id)
+    capacity = np.full(minutes, float(replicas))
     rng = rng_for(seed, "loadtest", run_key, "serve")
     n = len(batch)
     tr: Traffic = serve(
@@ -199,7 +156,7 @@ def generate_loadtest_run(
         step_lines.append(f"  - {{arrival_rate: {rate:g}, start: {_iso(s0)}, end: {_iso(s1)}}}")
     (folder / "run.yaml").write_text(
         f"# Generated by tokenledger.generate.generate_loadtest_run (seed {seed}): Poisson arrivals,\n"
-        f"# {dep.replicas} replicas ({dep.replicas * dep.gpus_per_replica} x {dep.gpu_type}), "
+        f"# {replicas} replica(s) ({replicas * dep.gpus_per_replica} x {dep.gpu_type}), "
         f"{step_minutes} minutes per step.\n"
         f"run_id: {run_id}\n"
         f"model: {model}\n"

@@ -6,19 +6,46 @@ prefix caching, chunked prefill) but are a model, not a benchmark.
 
 Calibration choices worth knowing:
 
-* Production load is expressed as utilization: a deployment's capacity is set relative to its own mean weekday
-  demand (``mean_utilization`` at the initial replica count), so the latency shape is the same at any
-  ``requests_per_day``. The 70B deployment runs at ~0.64 mean / ~0.97 peak-hour utilization on two replicas,
-  so weekday peaks breach its SLO; the scale-up to three replicas brings the peak hour to ~0.65.
-* Load tests use a physical capacity instead (replica throughput in tokens/s), because their arrival rates are
-  absolute: see :func:`tokenledger.generate.loadtest.capacity_rps`.
+* **Per-replica speeds are physical** and sit in the range public serving benchmarks report; the fleet is sized
+  to the generated volume (:mod:`tokenledger.generate.fleet`), never the other way round. A replica's saturated
+  throughput is ``prefill_capacity_tps`` recomputed-input tokens/s plus ``decode_capacity_tps`` output tokens/s
+  (a request costs ``recomputed / prefill + output / decode`` replica-seconds), read at the tightest operating
+  point the default SLO allows (TPOT P99 <= 40 ms, ITL P99 <= 100 ms):
+
+  - Llama-3.1-70B-Instruct FP8, TP2 on 2 x H100: NVIDIA NIM's LLM benchmarking tables (docs.nvidia.com/nim/
+    benchmarking/llm, "Performance", Llama-3.3-70B-Instruct FP8 TP2 on 2 x H100 80GB) give 623 output tok/s at
+    concurrency 25 with 5,000-token prompts and 500-token answers (ITL 38.8 ms, TTFT 0.69 s), i.e. ~6,200 prompt
+    tok/s alongside, and ~2,900-3,100 output tok/s for 500-in/2,000-out at concurrency 100-150 (ITL 33-46 ms);
+    18.6 ms ITL and a 0.41 s TTFT for 5,000 tokens at concurrency 1. Here: 8,000 prefill and 2,600 decode tok/s per
+    2-GPU replica saturated, 18 ms TPOT and 12,000 tok/s prefill for one request at low load. MLPerf Inference
+    v4.0/v4.1 (Llama 2 70B, H100 and H200, TensorRT-LLM) reports ~3,000 tok/s per H100 offline, with no latency
+    bound: the interactive figure above is the one an SLO can promise.
+  - Llama-3.1-8B-Instruct BF16 on 1 x L40S: vLLM serving benchmarks of the 8B on a 48 GB Ada card (the A40, with
+    ~80% of the L40S's memory bandwidth, serves ~1,000 output tok/s at 50 concurrent requests, 100 in / 600 out;
+    databasemart.com "A40 vLLM Benchmark") and NIM's L40S profiles: 1,100 decode and 9,000 prefill tok/s
+    saturated, 17 ms TPOT at low load (864 GB/s over 16 GB of weights).
+  - Qwen3-Coder-30B-A3B-Instruct FP8 (a mixture of experts, 3B active) on 1 x H100, the fewest GPUs that hold it
+    with room for its KV cache: single-H100 vLLM runs of the Qwen3 30B/35B-A3B MoEs report ~1,200 output tok/s at
+    16 concurrent short requests; coding-agent steps carry ~70k tokens of context each, so decode is bound by KV
+    reads: 650 decode and 12,000 prefill tok/s saturated, 20,000 tok/s prefill for one request (3B active
+    parameters; attention over the cached prefix dominates prefill).
+
+* Production load follows from the volume: a deployment's mean weekday utilization is the expected work of the
+  volume it serves divided by its replicas, and its replica count is the volume's work divided by
+  ``target_utilization``, rounded, at least one replica (:func:`tokenledger.generate.fleet.initial_replicas`).
+  At the demo's 200,000 requests a weekday that is one replica each: the 70B at ~0.63 mean / ~0.96 peak-hour
+  utilization, so weekday peaks cross its capacity and breach its SLO until it scales to two replicas on
+  Thursday noon; the 8B at ~0.21 and the coding MoE at ~0.45 (~0.68 in its peak hour). A smaller volume runs
+  the same fleet lighter, as a real one would: the generator no longer shrinks per-GPU speed to fit a volume.
+* Load tests use the same physical capacity (:func:`tokenledger.generate.loadtest.capacity_rps`), so a load test
+  and the production logs describe one machine at any volume.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, time
 
 import numpy as np
 
@@ -88,26 +115,28 @@ class AgentProfile:
 
 Profile = ChatProfile | AgentProfile
 
+#: Retrieval-augmented chat on the 70B: a few retrieved documents per question (the NIM 5,000-in / 500-out
+#: profile is its shape).
 CHAT_70B = ChatProfile(
     name="chat",
-    input_median=1_100,
-    input_sigma=0.9,
-    input_min=24,
-    input_max=24_000,
-    output_median=180,
-    output_sigma=0.8,
+    input_median=4_000,
+    input_sigma=0.6,
+    input_min=200,
+    input_max=16_000,  # retrieval caps the documents it adds
+    output_median=330,
+    output_sigma=0.7,
     output_max=4_096,
     warm_prefix_share=0.35,
-    system_tokens=512,
+    system_tokens=1_024,
 )
 
 CHAT_8B = ChatProfile(
     name="chat",
-    input_median=480,
+    input_median=800,
     input_sigma=0.8,
     input_min=16,
     input_max=6_000,
-    output_median=140,
+    output_median=170,
     output_sigma=0.8,
     output_max=2_048,
     warm_prefix_share=0.30,
@@ -138,9 +167,11 @@ CODING_AGENT = AgentProfile(
     tool_seconds_max=90.0,
 )
 
-#: The 70B model's context is 128k tokens, so its (shorter) agent sessions sometimes truncate.
+#: The 70B model's context is 128k tokens, so its (shorter) agent sessions sometimes truncate; its tasks are
+#: general agent work over smaller repositories and a shorter system prompt than the coding agent's.
 AGENT_70B = replace(
-    CODING_AGENT, name="agent", steps_min=10, steps_max=34, tool_median=1_000, context_limit=131_072 - 8_192
+    CODING_AGENT, name="agent", steps_min=10, steps_max=34, system_tokens=4_096, repo_median=6_000,
+    tool_median=1_000, context_limit=131_072 - 8_192
 )
 
 
@@ -203,11 +234,11 @@ class LatencyModel:
 
 @dataclass(frozen=True)
 class ScaleEvent:
-    """A change of replica count ``day_offset`` days after the start, at ``at`` UTC."""
+    """``add_replicas`` more replicas from ``day_offset`` days after the start, at ``at`` UTC."""
 
     day_offset: int
     at: time
-    replicas: int
+    add_replicas: int
 
 
 @dataclass(frozen=True)
@@ -224,6 +255,9 @@ class Instance:
 class Deployment:
     deployment_id: str
     model: str
+    model_version: str
+    engine: str
+    engine_version: str
     gpu_type: str
     gpus_per_replica: int
     tp: int
@@ -235,103 +269,92 @@ class Deployment:
     hosting: str
     rate_card: str | None
     resource_ids: tuple[str, ...]
-    replicas: int  # initial
     scale_events: tuple[ScaleEvent, ...]
-    mean_utilization: float  # weekday mean demand / capacity at the initial replicas
+    target_utilization: float  # the mean weekday utilization the fleet is sized for (fleet.initial_replicas)
     latency: LatencyModel
     instance: Instance | None  # cloud GPU instance (one per replica)
     instance_prefix: str  # hex prefix of instance/volume ids, matched by resource_ids
     list_price_output_per_mtok: float
-
-    def replica_schedule(self, start: date) -> list[tuple[datetime, int]]:
-        """(from, replicas) pairs in time order, the first from midnight of ``start``."""
-        out = [(_midnight(start), self.replicas)]
-        for ev in self.scale_events:
-            at = datetime.combine(start + timedelta(days=ev.day_offset), ev.at, tzinfo=UTC)
-            out.append((at, ev.replicas))
-        return out
-
-    def replicas_per_minute(self, start: date, day: date) -> np.ndarray:
-        """Replicas in force at every minute of ``day`` (the scale-up takes effect at its minute)."""
-        reps = np.full(MINUTES_PER_DAY, self.replicas, dtype=np.int64)
-        day0 = _midnight(day)
-        for at, n in self.replica_schedule(start)[1:]:
-            minute = int((at - day0).total_seconds() // 60)
-            if minute < MINUTES_PER_DAY:
-                reps[max(minute, 0) :] = n
-        return reps
+    scale_out_minutes: float  # node, image and weights until a new replica serves
+    warmup_minutes: float  # a new replica's warm-up (CUDA graphs, cache) before full speed
 
 
-def _midnight(d: date) -> datetime:
-    return datetime.combine(d, time(0), tzinfo=UTC)
-
-
+#: Llama-3.1-70B FP8, TP2 on 2 x H100 (NIM benchmarking tables; see the module docstring).
 LAT_70B = LatencyModel(
-    prefill_tps=25_000,
+    prefill_tps=12_000,
     cached_ms_per_ktok=1.0,
     overhead_ms=35,
     tpot_ms=18,
     tpot_ms_per_100k_ctx=3.0,
     stall_max_ms=400,
-    prefill_capacity_tps=30_000,
+    prefill_capacity_tps=8_000,
     decode_capacity_tps=2_600,
 )
 
+#: Llama-3.1-8B BF16 on 1 x L40S.
 LAT_8B = LatencyModel(
     prefill_tps=9_000,
     cached_ms_per_ktok=0.5,
     overhead_ms=20,
-    tpot_ms=11,
+    tpot_ms=17,
     tpot_ms_per_100k_ctx=2.0,
     stall_max_ms=300,
-    prefill_capacity_tps=10_000,
-    decode_capacity_tps=1_800,
+    prefill_capacity_tps=9_000,
+    decode_capacity_tps=1_100,
 )
 
+#: Qwen3-Coder-30B-A3B FP8 on 1 x H100, coding-agent steps with ~70k tokens of context.
 LAT_QWEN = LatencyModel(
-    prefill_tps=30_000,
+    prefill_tps=20_000,
     cached_ms_per_ktok=1.5,
     overhead_ms=40,
-    tpot_ms=16,
-    tpot_ms_per_100k_ctx=3.0,
+    tpot_ms=12,
+    tpot_ms_per_100k_ctx=4.0,
     stall_max_ms=400,
-    prefill_capacity_tps=36_000,
-    decode_capacity_tps=2_400,
+    prefill_capacity_tps=12_000,
+    decode_capacity_tps=650,
 )
 
-P5 = Instance("p5.48xlarge", 55.04, 35.78, "8x NVIDIA H100 80GB")
-P5E = Instance("p5e.48xlarge", 63.30, 41.15, "8x NVIDIA H200 141GB")
+#: One H100 80GB (the single-GPU P5 size); priced as an eighth of p5.48xlarge, savings plan for committed use.
+P5_1 = Instance("p5.4xlarge", 6.88, 4.4725, "1x NVIDIA H100 80GB")
 #: Router / tokenizer node in front of each cloud deployment.
-ROUTER = Instance("c7i.4xlarge", 0.714, 0.50, "16 vCPU router node")
+ROUTER = Instance("c7i.xlarge", 0.1785, 0.125, "4 vCPU router node")
 #: Shared gateway nodes (gw-a, gw-b, gw-c) in front of every deployment.
 GATEWAY = Instance("c7i.2xlarge", 0.357, 0.25, "8 vCPU gateway node")
 
 DEPLOYMENTS: tuple[Deployment, ...] = (
     Deployment(
-        deployment_id="llama70b-h100-tp8",
+        deployment_id="llama70b-h100nvl-tp2",
         model="llama-3.1-70b-instruct",
-        gpu_type="H100-SXM-80GB",
-        gpus_per_replica=8,
-        tp=8,
+        model_version="3.1-fp8-2024-07-23",
+        engine="vllm",
+        engine_version="0.10.1",
+        gpu_type="H100-NVL-94GB",
+        gpus_per_replica=2,
+        tp=2,
         pp=1,
         quantization="fp8",
         cache_policy="prefix-cache",
-        gpu_power_w=700,
-        slots_per_replica=48,
-        hosting="cloud",
-        rate_card=None,
-        resource_ids=("arn:aws:ec2:*:instance/i-0a70b*", "arn:aws:ec2:*:volume/vol-0a70b*"),
-        replicas=2,
-        scale_events=(ScaleEvent(day_offset=3, at=time(12, 0), replicas=3),),
-        mean_utilization=0.64,
+        gpu_power_w=400,
+        slots_per_replica=32,
+        hosting="on_prem",
+        rate_card="onprem-h100nvl",
+        resource_ids=(),
+        scale_events=(ScaleEvent(day_offset=3, at=time(12, 0), add_replicas=1),),
+        target_utilization=0.64,
         latency=LAT_70B,
-        instance=P5,
-        instance_prefix="0a70b",
+        instance=None,
+        instance_prefix="",
         list_price_output_per_mtok=0.88,
+        scale_out_minutes=12,
+        warmup_minutes=3,
     ),
     Deployment(
         deployment_id="llama8b-l40s-onprem",
         model="llama-3.1-8b-instruct",
+        model_version="3.1-2024-07-23",
+        engine="vllm",
+        engine_version="0.10.1",
         gpu_type="L40S-48GB",
         gpus_per_replica=1,
         tp=1,
@@ -339,29 +362,33 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         quantization="bf16",
         cache_policy="prefix-cache",
         gpu_power_w=350,
-        slots_per_replica=64,
+        slots_per_replica=48,
         hosting="on_prem",
         rate_card="onprem-l40s",
         resource_ids=(),
-        replicas=6,
         scale_events=(),
-        mean_utilization=0.42,
+        target_utilization=0.45,
         latency=LAT_8B,
         instance=None,
         instance_prefix="",
         list_price_output_per_mtok=0.18,
+        scale_out_minutes=8,
+        warmup_minutes=2,
     ),
     Deployment(
-        deployment_id="qwen3coder-h200-tp8",
-        model="qwen3-coder-480b-a35b",
-        gpu_type="H200-SXM-141GB",
-        gpus_per_replica=8,
-        tp=8,
+        deployment_id="qwen3coder30b-h100",
+        model="qwen3-coder-30b-a3b-instruct",
+        model_version="2507-fp8",
+        engine="sglang",
+        engine_version="0.5.2",
+        gpu_type="H100-SXM-80GB",
+        gpus_per_replica=1,
+        tp=1,
         pp=1,
         quantization="fp8",
         cache_policy="prefix-cache",
         gpu_power_w=700,
-        slots_per_replica=32,
+        slots_per_replica=16,
         hosting="cloud",
         rate_card=None,
         resource_ids=(
@@ -369,13 +396,14 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
             "arn:aws:ec2:*:volume/vol-0c0de*",
             "arn:aws:ec2:*:snapshot/snap-0c0de*",
         ),
-        replicas=4,
         scale_events=(),
-        mean_utilization=0.42,
+        target_utilization=0.50,
         latency=LAT_QWEN,
-        instance=P5E,
+        instance=P5_1,
         instance_prefix="0c0de",
-        list_price_output_per_mtok=1.60,
+        list_price_output_per_mtok=0.60,
+        scale_out_minutes=10,
+        warmup_minutes=2,
     ),
 )
 
@@ -395,29 +423,32 @@ class RateCard:
     opex_per_gpu_hour: float
 
 
-RATE_CARDS = (RateCard("onprem-l40s", 11_000, 35_040, 0.35, 1.35, 0.11, 0.12),)
+RATE_CARDS = (
+    RateCard("onprem-h100nvl", 30_000, 35_040, 0.40, 1.35, 0.11, 0.30),
+    RateCard("onprem-l40s", 11_000, 35_040, 0.35, 1.35, 0.11, 0.12),
+)
 
 STREAMS: tuple[Stream, ...] = (
     Stream(
         "chat-70b",
-        "llama70b-h100-tp8",
+        "llama70b-h100nvl-tp2",
         CHAT_70B,
-        0.33,
+        0.34,
         (("team-search", 0.35), ("team-support", 0.40), ("acme-corp", 0.25)),
     ),
-    Stream("agent-70b", "llama70b-h100-tp8", AGENT_70B, 0.09, (("agent-platform", 0.6), ("acme-corp", 0.4))),
+    Stream("agent-70b", "llama70b-h100nvl-tp2", AGENT_70B, 0.08, (("agent-platform", 0.6), ("acme-corp", 0.4))),
     Stream(
         "chat-8b",
         "llama8b-l40s-onprem",
         CHAT_8B,
-        0.30,
+        0.28,
         (("team-support", 0.5), ("team-search", 0.3), ("globex-labs", 0.2)),
     ),
     Stream(
         "coding-agent",
-        "qwen3coder-h200-tp8",
+        "qwen3coder30b-h100",
         CODING_AGENT,
-        0.28,
+        0.30,
         (("agent-platform", 0.6), ("acme-corp", 0.2), ("globex-labs", 0.1), ("team-search", 0.1)),
     ),
 )
@@ -527,7 +558,19 @@ ISL_BUCKETS: tuple[tuple[str, int, int | None, int], ...] = (
 ITL_LIMIT_MS = 100
 QUEUE_P99_MS = 300
 TPOT_P99_MS = 40
-MODEL_SLO_OVERRIDES = {"llama-3.1-8b-instruct": {"tpot_p99_ms": 30}}
+#: The 70B runs on two GPUs, which prefill ~12,000 tokens/s for one request (NIM: 5,000 tokens in 0.41 s): a cold
+#: 70k-token agent context takes ~6 s before queueing, so its long-prompt tiers promise what two GPUs can keep
+#: (TTFT is tiered by prompt length, seed 003); its short prompts keep the default 1 s.
+ISL_BUCKETS_70B: tuple[tuple[str, int, int | None, int], ...] = (
+    ("0-4k", 0, 4096, 1000),
+    ("4k-32k", 4096, 32768, 4000),
+    ("32k-128k", 32768, 131072, 12000),
+    ("128k+", 131072, None, 30000),
+)
+MODEL_SLO_OVERRIDES: dict[str, dict[str, object]] = {
+    "llama-3.1-70b-instruct": {"isl_buckets": ISL_BUCKETS_70B},
+    "llama-3.1-8b-instruct": {"tpot_p99_ms": 30},
+}
 
 
 # --------------------------------------------------------------------------------------------- randomness

@@ -1,0 +1,131 @@
+"""Render a day's capacity review to PNG in headless Chromium, to see what a reader sees before scrolling.
+
+    python -m tokenledger.screenshot --home .home --day 2026-11-16 [--out FILE] [--width 1400] [--height 900]
+
+(`make review-png` does it for the demo's first day.) It prints where the PNG is and whether the verdict table is
+above the fold: the verdict table's header is the only place the review paints its colour (`VERDICT_HEADER`), so
+finding that colour in a viewport-sized screenshot means the table starts inside the first screen. Needs a Chromium
+binary (Debian's `chromium` package: /usr/bin/chromium); nothing is fetched, the review is a local file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from tokenledger.capacity import report_paths
+from tokenledger.paths import HomeLayout
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+# tokenledger/report.py's CSS paints the verdict table's header cells #fff4d6 and nothing else.
+VERDICT_HEADER = (0xFF, 0xF4, 0xD6)
+
+
+def find_chromium() -> Path | None:
+    """The first Chromium binary found (the Debian package's path first), or None."""
+    for candidate in CHROMIUM_CANDIDATES:
+        if Path(candidate).is_file():
+            return Path(candidate)
+    found = shutil.which("chromium")
+    return Path(found) if found else None
+
+
+def screenshot(html_path: Path, png_path: Path, width: int = 1400, height: int = 900,
+               chromium: Path | None = None) -> Path:
+    """Screenshot the top `width` x `height` pixels of `html_path` into `png_path` with headless Chromium."""
+    binary = chromium or find_chromium()
+    if binary is None:
+        raise FileNotFoundError("no Chromium found (tried " + ", ".join(CHROMIUM_CANDIDATES)
+                                + "); install Debian's `chromium` package (apt-get install -y chromium)")
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tokenledger-chromium-") as profile:
+        # A throwaway profile, no network, no GPU: the page is self-contained and nothing may be fetched.
+        subprocess.run([str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},{height}",
+                        f"--screenshot={png_path}", html_path.resolve().as_uri()],
+                       check=True, capture_output=True, timeout=180)
+    return png_path
+
+
+def png_pixels(png_path: Path) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB bytes) of an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes)."""
+    data = png_path.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{png_path} is not a PNG file")
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = chunk
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    if depth != 8 or colour not in (2, 6) or interlace:
+        raise ValueError(f"{png_path}: only 8-bit RGB/RGBA non-interlaced PNGs are read here")
+    channels = 3 if colour == 2 else 4
+    stride = width * channels
+    raw = zlib.decompress(idat)
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        previous = line
+        rows.append(bytes(line) if channels == 3 else bytes(b for j in range(0, stride, 4) for b in line[j:j + 3]))
+    return width, height, rows
+
+
+def first_row_with(png_path: Path, rgb: tuple[int, int, int]) -> int | None:
+    """The first pixel row (from the top) holding the colour `rgb`, or None when the screenshot has none."""
+    needle = bytes(rgb)
+    _, _, rows = png_pixels(png_path)
+    for y, row in enumerate(rows):
+        for x in range(0, len(row), 3):
+            if row[x:x + 3] == needle:
+                return y
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tokenledger.screenshot", description=__doc__.split("\n")[0])
+    parser.add_argument("--home", type=Path, required=True, help="the home whose reports/ holds the review")
+    parser.add_argument("--day", type=date.fromisoformat, required=True, help="the review's UTC day, YYYY-MM-DD")
+    parser.add_argument("--out", type=Path, help="the PNG to write (default: beside the review)")
+    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--height", type=int, default=900)
+    args = parser.parse_args(argv)
+    html_path = report_paths(HomeLayout.of(args.home.expanduser().resolve()), args.day)[0]
+    if not html_path.is_file():
+        print(f"{html_path} does not exist: run the day first (tokenledger run --home ... --start {args.day}).",
+              file=sys.stderr)
+        return 2
+    png = screenshot(html_path, args.out or html_path.with_suffix(".png"), args.width, args.height)
+    row = first_row_with(png, VERDICT_HEADER)
+    print(f"{png} ({args.width} x {args.height}): verdict table "
+          + (f"above the fold (its header at {row} px)" if row is not None else "NOT above the fold"))
+    return 0 if row is not None else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
