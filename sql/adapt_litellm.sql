@@ -36,6 +36,7 @@ SELECT
     (CASE WHEN from_litellm_cache THEN prompt_tokens ELSE coalesce(cached_tokens, 0) END)::VARCHAR
         AS cached_input_tokens__text, 'integer' AS cached_input_tokens__kind,
     cache_creation_tokens::VARCHAR AS cache_write_tokens__text, 'integer' AS cache_write_tokens__kind,
+    NULL::VARCHAR AS cache_write_1h_tokens__text, NULL::VARCHAR AS cache_write_1h_tokens__kind,
     (CASE WHEN from_litellm_cache THEN 0 ELSE completion_tokens END)::VARCHAR AS output_tokens__text,
     'integer' AS output_tokens__kind,
     (CASE WHEN from_litellm_cache THEN 0 ELSE reasoning_tokens END)::VARCHAR AS reasoning_tokens__text,

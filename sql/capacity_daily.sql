@@ -28,6 +28,7 @@ WITH deployments AS (
         sum(gpu_hours) AS gpu_hours,
         sum(gpu_hours * gpu_power_w) AS gpu_watt_hours
     FROM day_deployments
+    WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
     GROUP BY model, deployment_id
 ),
 usage AS (
@@ -64,7 +65,7 @@ tasks AS (
     GROUP BY model
 ),
 model_attainment AS (
-    SELECT model, count(*) FILTER (WHERE is_compliant) / nullif(count(*) FILTER (WHERE is_effective), 0) AS attainment
+    SELECT model, count(*) FILTER (WHERE is_compliant) / nullif(count(*) FILTER (WHERE is_latency_judged), 0) AS attainment
     FROM requests_judged
     GROUP BY model
 ),

@@ -58,6 +58,7 @@ configuration AS (
         arg_max(quantization, in_force_to) AS quantization,
         arg_max(cache_policy, in_force_to) AS cache_policy
     FROM day_deployments
+    WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
     GROUP BY deployment_id
 ),
 compared AS (

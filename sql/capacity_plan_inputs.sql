@@ -19,6 +19,7 @@ WITH configuration AS (
         arg_max(warmup_minutes, in_force_to) AS warmup_minutes,
         coalesce(sum(gpus) FILTER (WHERE in_force_to = $day_end::TIMESTAMPTZ), 0) AS gpus_deployed
     FROM day_deployments
+    WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
     GROUP BY deployment_id
 ),
 minute_counts AS (

@@ -1,6 +1,8 @@
 -- core.cost_lines: every cost line of the UTC day with the deployment it belongs to, its category and currency
 -- (spec/metrics.md, section 4): the FOCUS rows of core.billing_charges (source 'focus') and the rate-card rows of
--- on-premises deployments (source 'rate_card', sql/rate_card_charges.sql), in one shape and one path.
+-- on-premises deployments (source 'rate_card', sql/rate_card_charges.sql) and the price-sheet rows of hosted-API
+-- deployments (source 'api_price', sql/api_charges.sql), in one shape and one path. A FOCUS line tagged to an API
+-- deployment is 'unallocated': that deployment's cost is its price sheet's, and the line would count twice.
 --
 -- Placement, first rule that applies:
 --   1. a tag whose key is one of the policy's deployment_tag_keys (the first key present, in the policy's order):
@@ -17,13 +19,13 @@ WITH policy AS (
     FROM day_cost_policy AS p
 ),
 deployments AS (
-    SELECT deployment_id, arg_max(model, in_force_to) AS model
+    SELECT deployment_id, arg_max(model, in_force_to) AS model, arg_max(kind, in_force_to) AS kind
     FROM day_deployments
     GROUP BY deployment_id
 ),
 resource_patterns AS (
     SELECT DISTINCT deployment_id, pattern, glob_like(pattern) AS like_pattern
-    FROM (SELECT deployment_id, unnest(resource_ids) AS pattern FROM day_deployments)
+    FROM (SELECT deployment_id, unnest(resource_ids) AS pattern FROM day_deployments WHERE kind <> 'api')
 ),
 rules AS (
     SELECT r.*
@@ -34,6 +36,8 @@ charges AS (
     SELECT 'focus' AS source, * FROM day_billing
     UNION ALL BY NAME
     SELECT 'rate_card' AS source, * FROM day_rate_card_charges
+    UNION ALL BY NAME
+    SELECT 'api_price' AS source, * FROM day_api_charges
 ),
 matched AS (
     SELECT
@@ -65,6 +69,7 @@ placed AS (
     SELECT
         m.*,
         CASE
+            WHEN d.kind = 'api' AND m.source <> 'api_price' THEN 'unallocated'
             WHEN d.deployment_id IS NOT NULL THEN 'tagged'
             WHEN m.tag_value = m.shared_tag_value THEN 'shared'
             WHEN m.tag_value IS NOT NULL THEN 'unallocated'
@@ -72,6 +77,9 @@ placed AS (
             ELSE 'shared'
         END AS first_placement,
         CASE
+            WHEN d.kind = 'api' AND m.source <> 'api_price'
+                THEN 'tag ' || m.tag_key || ' = ' || m.tag_value || ' names a hosted-API deployment, whose cost '
+                     || 'comes from its price sheet: placing this line on it too would count it twice'
             WHEN d.deployment_id IS NOT NULL THEN 'tag ' || m.tag_key || ' = ' || m.tag_value
             WHEN m.tag_value = m.shared_tag_value THEN 'tag ' || m.tag_key || ' = ' || m.tag_value || ': shared pool'
             WHEN m.tag_value IS NOT NULL
@@ -80,7 +88,9 @@ placed AS (
                 THEN 'ResourceId matches ' || m.resource_match[2] || ' of ' || m.resource_match[1]
             ELSE 'untagged, and no deployment''s resource_ids match the ResourceId: shared'
         END AS first_reason,
-        coalesce(d.deployment_id, CASE WHEN m.tag_value IS NULL THEN m.resource_match[1] END) AS placed_deployment
+        CASE WHEN d.kind = 'api' AND m.source <> 'api_price' THEN NULL
+             ELSE coalesce(d.deployment_id, CASE WHEN m.tag_value IS NULL THEN m.resource_match[1] END)
+        END AS placed_deployment
     FROM matched AS m
     LEFT JOIN deployments AS d ON d.deployment_id = m.tag_value
 )
@@ -111,8 +121,9 @@ SELECT
     CASE WHEN p.first_placement = 'shared' AND p.shared_key_total = 0
          THEN p.first_reason || ', but ' || p.shared_cost_key || ' totals 0 on the day: nothing to spread it over'
          ELSE p.first_reason END AS placement_reason,
-    CASE WHEN p.source = 'rate_card' THEN 'gpu' ELSE coalesce(p.rule_match.category, 'platform') END AS category,
-    CASE WHEN p.source = 'rate_card' THEN NULL ELSE p.rule_match.rule_order END AS category_rule
+    CASE p.source WHEN 'rate_card' THEN 'gpu' WHEN 'api_price' THEN 'api'
+                  ELSE coalesce(p.rule_match.category, 'platform') END AS category,
+    CASE WHEN p.source IN ('rate_card', 'api_price') THEN NULL ELSE p.rule_match.rule_order END AS category_rule
 FROM placed AS p
 LEFT JOIN deployments AS d ON d.deployment_id = p.placed_deployment
 ORDER BY p.source, p.source_file, p.source_line, p.ResourceId, p.ChargePeriodStart

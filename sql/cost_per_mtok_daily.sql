@@ -5,9 +5,13 @@
 -- costs per class are scaled so that input_cached * u_c + input_recomputed * u_r + output_tokens * u_o (per 1e6)
 -- equals cost_total, with u_c : u_r : u_o = the policy's weights. A quotient over 0 tokens is NULL.
 -- One row per deployment in force and currency it was allocated cost in; gpus is time-weighted (GPU-hours / 24).
+-- A hosted-API deployment (kind api) has the same columns: its GPU figures (gpu_type, gpus, cost_gpu) are NULL,
+-- never zero; cost_api is its price-sheet cost (sql/api_usage_costs.sql), and its classes are weighted by the sheet.
+-- source_cost is what the request logs' source said the requests cost (LiteLLM's spend), kept beside, never used;
+-- source_cost_difference = cost_total - source_cost.
 WITH deployments AS (
     SELECT deployment_id, arg_max(model, in_force_to) AS model, arg_max(gpu_type, in_force_to) AS gpu_type,
-           sum(gpu_hours) / 24.0 AS gpus
+           sum(gpu_hours) / 24.0 AS gpus, arg_max(kind, in_force_to) AS kind
     FROM day_deployments
     GROUP BY deployment_id
 ),
@@ -21,6 +25,7 @@ costs AS (
         coalesce(sum(cost) FILTER (WHERE category = 'network'), 0) AS cost_network,
         coalesce(sum(cost) FILTER (WHERE category = 'storage'), 0) AS cost_storage,
         coalesce(sum(cost) FILTER (WHERE category = 'platform'), 0) AS cost_platform,
+        coalesce(sum(cost) FILTER (WHERE category = 'api'), 0) AS cost_api,
         sum(cost) AS cost_total
     FROM day_cost_allocation
     WHERE placement <> 'unallocated'
@@ -33,7 +38,9 @@ usage AS (
         sum(compliant_output_tokens) AS compliant_output_tokens,
         sum(input_total) AS input_total,
         sum(input_cached) AS input_cached,
-        sum(input_recomputed) AS input_recomputed
+        sum(input_recomputed) AS input_recomputed,
+        sum(input_cache_write) AS input_cache_write,
+        sum(source_cost) AS source_cost
     FROM day_usage
     GROUP BY deployment_id
 ),
@@ -49,21 +56,38 @@ figures AS (
         c.cost_network,
         c.cost_storage,
         c.cost_platform,
+        c.cost_api,
         c.cost_total,
+        d.kind,
+        a.price_sheet,
+        u.source_cost,
+        coalesce(u.input_cache_write, 0)::BIGINT AS input_cache_write,
         coalesce(u.output_tokens, 0)::BIGINT AS output_tokens,
         coalesce(u.compliant_output_tokens, 0)::BIGINT AS compliant_output_tokens,
         coalesce(u.input_total, 0)::BIGINT AS input_total,
         coalesce(u.input_cached, 0)::BIGINT AS input_cached,
         coalesce(u.input_recomputed, 0)::BIGINT AS input_recomputed,
         c.price_version,
-        p.weight_cached,
-        p.weight_recomputed,
-        p.weight_output,
-        input_cached * p.weight_cached + input_recomputed * p.weight_recomputed + output_tokens * p.weight_output
-            AS weighted_tokens
+        -- A GPU deployment's classes are weighted by the policy; a hosted-API deployment's by its price sheet (per
+        -- 1M tokens; recomputed input and cache writes at the prices its tokens were charged at), so that with no
+        -- shared cost the unit costs below are the sheet's prices.
+        CASE WHEN d.kind = 'api' THEN a.cache_read_per_mtok::DOUBLE ELSE p.weight_cached END AS w_cached,
+        CASE WHEN d.kind = 'api'
+             THEN coalesce((a.cost_input_uncached + a.cost_cache_write)::DOUBLE * 1e6
+                           / nullif(a.tokens_input_uncached + a.tokens_cache_write_5m + a.tokens_cache_write_1h, 0),
+                           a.input_per_mtok::DOUBLE)
+             ELSE p.weight_recomputed END AS w_recomputed,
+        CASE WHEN d.kind = 'api'
+             THEN coalesce(a.cost_cache_write::DOUBLE * 1e6
+                           / nullif(a.tokens_cache_write_5m + a.tokens_cache_write_1h, 0),
+                           a.cache_write_per_mtok::DOUBLE)
+             ELSE p.weight_recomputed END AS w_cache_write,
+        CASE WHEN d.kind = 'api' THEN a.output_per_mtok::DOUBLE ELSE p.weight_output END AS w_output,
+        input_cached * w_cached + input_recomputed * w_recomputed + output_tokens * w_output AS weighted_tokens
     FROM costs AS c
     JOIN deployments AS d USING (deployment_id)
     LEFT JOIN usage AS u USING (deployment_id)
+    LEFT JOIN day_api_costs AS a USING (deployment_id)
     JOIN day_cost_policy AS p ON p.price_version = c.price_version
 )
 SELECT
@@ -73,7 +97,7 @@ SELECT
     gpu_type,
     gpus,
     currency,
-    CAST(cost_gpu AS DECIMAL(38, 12)) AS cost_gpu,
+    CASE WHEN kind = 'api' THEN NULL ELSE CAST(cost_gpu AS DECIMAL(38, 12)) END AS cost_gpu,
     CAST(cost_cpu AS DECIMAL(38, 12)) AS cost_cpu,
     CAST(cost_network AS DECIMAL(38, 12)) AS cost_network,
     CAST(cost_storage AS DECIMAL(38, 12)) AS cost_storage,
@@ -87,12 +111,19 @@ SELECT
     cost_total::DOUBLE / nullif(output_tokens, 0) * 1e6 AS cost_per_mtok_output,
     cost_total::DOUBLE / nullif(compliant_output_tokens, 0) * 1e6 AS cost_per_mtok_goodput,
     cost_total::DOUBLE / nullif(input_total + output_tokens, 0) * 1e6 AS cost_per_mtok_total,
-    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_cached * 1e6 AS unit_cost_cached_per_mtok,
-    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_recomputed * 1e6 AS unit_cost_recomputed_per_mtok,
-    cost_total::DOUBLE / nullif(weighted_tokens, 0) * weight_output * 1e6 AS unit_cost_output_per_mtok,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * w_cached * 1e6 AS unit_cost_cached_per_mtok,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * w_recomputed * 1e6 AS unit_cost_recomputed_per_mtok,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * w_output * 1e6 AS unit_cost_output_per_mtok,
     price_version,
-    weight_cached,
-    weight_recomputed,
-    weight_output
+    w_cached AS weight_cached,
+    w_recomputed AS weight_recomputed,
+    w_output AS weight_output,
+    kind,
+    CASE WHEN kind = 'api' THEN CAST(cost_api AS DECIMAL(38, 12)) END AS cost_api,
+    input_cache_write,
+    cost_total::DOUBLE / nullif(weighted_tokens, 0) * w_cache_write * 1e6 AS unit_cost_cache_write_per_mtok,
+    price_sheet,
+    CAST(source_cost AS DECIMAL(38, 12)) AS source_cost,
+    CAST(cost_total - source_cost AS DECIMAL(38, 12)) AS source_cost_difference
 FROM figures
 ORDER BY model, deployment_id, currency

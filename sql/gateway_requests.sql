@@ -12,6 +12,7 @@ SELECT
     c.input_tokens,
     c.cached_input_tokens,
     c.cache_write_tokens,
+    c.cache_write_1h_tokens,
     c.output_tokens,
     c.ttft_ms,
     c.e2e_ms,

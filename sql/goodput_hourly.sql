@@ -29,7 +29,8 @@ usage AS (
         sum(output_produced) AS output_produced,
         sum(compliant_output_tokens) AS compliant_output_tokens,
         sum(effective_requests) AS effective_requests,
-        sum(compliant_requests) AS compliant_requests
+        sum(compliant_requests) AS compliant_requests,
+        sum(judged_requests) AS judged_requests
     FROM day_usage
     GROUP BY hour, model, deployment_id
 ),
@@ -42,7 +43,8 @@ figures AS (
         coalesce(u.output_produced, 0)::BIGINT AS output_tokens,
         coalesce(u.compliant_output_tokens, 0)::BIGINT AS compliant_output_tokens,
         coalesce(u.effective_requests, 0)::BIGINT AS effective_requests,
-        coalesce(u.compliant_requests, 0)::BIGINT AS compliant_requests
+        coalesce(u.compliant_requests, 0)::BIGINT AS compliant_requests,
+        coalesce(u.judged_requests, 0)::BIGINT AS judged_requests
     FROM gpus AS g
     LEFT JOIN usage AS u ON u.hour = g.hour AND u.model = g.model AND u.deployment_id = g.deployment_id
 )
@@ -59,7 +61,7 @@ SELECT
     slo_goodput / nullif(gpus, 0) AS goodput_per_gpu,
     effective_requests,
     compliant_requests,
-    compliant_requests / nullif(effective_requests, 0) AS attainment,
+    compliant_requests / nullif(judged_requests, 0) AS attainment,
     $slo_version AS slo_version,
     -- Seed 003's sign that capacity is exhausted: more raw throughput than the hour before, yet less SLO goodput.
     -- Compared within the day only (hour 0 has no hour before it here: NULL).

@@ -7,7 +7,10 @@
 -- capacity / 86,400 (tokens/s). over_capacity and the backlog come from the temp table load_backlog
 -- (tokenledger.capacity: queueing.fluid_backlog over the 24 hours, starting from the previous day's backlog at the
 -- end of its hour 23, in tokens at the start and at the end of each hour); NULL when the model has no capacity
--- figure.
+-- figure. A hosted-API model's capacity is its rate limits instead: its busiest minute's requests (every request
+-- sent, a rejected one included: a 429 is the limit at work) and tokens (input + output of the requests that
+-- reached it, as providers count them) against rate_limit_rpm and rate_limit_tpm; over_rate_limit is NULL for a
+-- model without limits.
 SELECT
     $day::DATE AS day,
     d.hour,
@@ -39,7 +42,16 @@ SELECT
     d.rejected_requests,
     d.cancelled_requests,
     d.queue_ms_total / 1000.0 / 3600.0 AS mean_queue_length,
-    d.queue_ms_total / nullif(d.queued_requests, 0) AS mean_queue_ms
+    d.queue_ms_total / nullif(d.queued_requests, 0) AS mean_queue_ms,
+    d.rate_limit_rpm,
+    d.rate_limit_tpm,
+    d.busiest_minute_requests AS peak_minute_requests,
+    d.busiest_minute_tokens AS peak_minute_tokens,
+    d.busiest_minute_requests / d.rate_limit_rpm AS peak_minute_rpm_utilization,
+    d.busiest_minute_tokens / d.rate_limit_tpm AS peak_minute_tpm_utilization,
+    CASE WHEN d.rate_limit_rpm IS NOT NULL OR d.rate_limit_tpm IS NOT NULL
+         THEN coalesce(d.busiest_minute_requests > d.rate_limit_rpm, false)
+              OR coalesce(d.busiest_minute_tokens > d.rate_limit_tpm, false) END AS over_rate_limit
 FROM load_hourly_demand AS d
 JOIN load_backlog AS b ON b.model = d.model AND b.hour = d.hour
 ORDER BY d.model, d.hour

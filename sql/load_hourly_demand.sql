@@ -82,9 +82,19 @@ busiest_minute AS (
         max(requests) AS requests,
         max(output_tokens) AS output_tokens,
         max(input_tokens) AS input_tokens,
-        max(input_recomputed) AS input_recomputed
+        max(input_recomputed) AS input_recomputed,
+        max(input_tokens + output_tokens) AS tokens
     FROM minutes
     GROUP BY model, minute // 60
+),
+-- A hosted-API model's capacity is its provider's rate limits, summed over its API deployments (the version in
+-- force at the end of the day); NULL for a self-hosted model or an API one without limits.
+rate_limits AS (
+    SELECT model, sum(rate_limit_rpm)::BIGINT AS rate_limit_rpm, sum(rate_limit_tpm)::BIGINT AS rate_limit_tpm
+    FROM (SELECT deployment_id, arg_max(model, in_force_to) AS model, arg_max(rate_limit_rpm, in_force_to)
+                 AS rate_limit_rpm, arg_max(rate_limit_tpm, in_force_to) AS rate_limit_tpm
+          FROM day_deployments WHERE kind = 'api' GROUP BY deployment_id)
+    GROUP BY model
 ),
 -- Every minute of the day, so that windows and bursts see quiet minutes as zeros.
 grid AS (
@@ -172,7 +182,10 @@ SELECT
     coalesce(d.rejected_requests, 0)::BIGINT AS rejected_requests,
     coalesce(d.cancelled_requests, 0)::BIGINT AS cancelled_requests,
     coalesce(d.queued_requests, 0)::BIGINT AS queued_requests,
-    coalesce(d.queue_ms_total, 0) AS queue_ms_total
+    coalesce(d.queue_ms_total, 0) AS queue_ms_total,
+    coalesce(b.tokens, 0)::BIGINT AS busiest_minute_tokens,
+    rl.rate_limit_rpm,
+    rl.rate_limit_tpm
 FROM models AS m
 CROSS JOIN hours AS h
 LEFT JOIN usage AS u ON u.model = m.model AND u.hour = h.hour
@@ -182,4 +195,5 @@ LEFT JOIN hour_detail AS d ON d.model = m.model AND d.hour = h.hour
 LEFT JOIN hour_bursts AS hb ON hb.model = m.model AND hb.hour = h.hour
 LEFT JOIN planning AS pl ON pl.model = m.model
 LEFT JOIN capacity AS c ON c.model = m.model
+LEFT JOIN rate_limits AS rl ON rl.model = m.model
 ORDER BY m.model, h.hour

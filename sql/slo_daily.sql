@@ -2,7 +2,8 @@
 -- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2). Failures are
 -- also counted by kind (error, timeout, disconnected, rejected), as seed 000's observability asks.
 -- Percentiles are over successful requests, with linear interpolation (quantile_cont). A bucket with fewer
--- effective requests than min_requests_per_bucket is not judged on attainment (attainment_met NULL). A p99
+-- judged requests (effective, with measured latency: sql/requests_judged.sql) than min_requests_per_bucket is not
+-- judged on attainment (attainment_met NULL). A p99
 -- that no request had a value for is NULL, which is not a failure. The 'all' row's all_met is false when any
 -- of its own commitments fails or any judged bucket of the model fails: it never hides a failing bucket.
 WITH stats AS (
@@ -18,6 +19,7 @@ WITH stats AS (
         count(*) FILTER (WHERE status = 'disconnected') AS disconnected_requests,
         count(*) FILTER (WHERE status = 'rejected') AS rejected_requests,
         count(*) FILTER (WHERE is_compliant) AS compliant_requests,
+        count(*) FILTER (WHERE is_latency_judged) AS judged_requests,
         count(*) FILTER (WHERE is_itl_unknown) AS itl_unknown_requests,
         quantile_cont(ttft_ms, [0.5, 0.9, 0.99]) FILTER (WHERE is_success) AS ttft_q,
         quantile_cont(queue_ms, 0.99) FILTER (WHERE is_success) AS queue_p99,
@@ -53,6 +55,7 @@ figures AS (
         coalesce(s.disconnected_requests, 0) AS disconnected_requests,
         coalesce(s.rejected_requests, 0) AS rejected_requests,
         coalesce(s.compliant_requests, 0) AS compliant_requests,
+        coalesce(s.judged_requests, 0) AS judged_requests,
         coalesce(s.itl_unknown_requests, 0) AS itl_unknown_requests,
         s.ttft_q[1] AS ttft_p50_ms,
         s.ttft_q[2] AS ttft_p90_ms,
@@ -70,9 +73,9 @@ judged AS (
     SELECT
         *,
         successful_requests / nullif(effective_requests, 0) AS success_rate,
-        compliant_requests / nullif(effective_requests, 0) AS attainment,
+        compliant_requests / nullif(judged_requests, 0) AS attainment,
         itl_unknown_requests / nullif(effective_requests, 0) AS itl_unknown_share,
-        effective_requests >= min_requests_per_bucket AS is_judged,
+        judged_requests >= min_requests_per_bucket AS is_judged,
         CASE WHEN is_judged THEN attainment >= attainment_target END AS attainment_met,
         success_rate >= success_rate_target AS success_rate_met,
         queue_p99_ms <= queue_p99_limit_ms AS queue_p99_met,
@@ -98,6 +101,7 @@ SELECT
     failed_requests,
     cancelled_requests,
     compliant_requests,
+    judged_requests,
     success_rate,
     attainment,
     ttft_p50_ms,

@@ -2,7 +2,7 @@
 -- policy), plus one 'all' row per model and hour (spec/metrics.md, section 2; seed 003: an overall mean never stands
 -- in for the per-bucket figures, and a peak hour can sink one bucket while the day's mean hides it). Built from
 -- core.usage_hourly (the requests judged once, by sql/requests_judged.sql). A bucket-hour with fewer effective
--- requests than the policy's min_requests_per_bucket is not judged (attainment_met NULL), as in infra.slo_daily.
+-- requests with measured latency than the policy's min_requests_per_bucket is not judged (attainment_met NULL), as in infra.slo_daily.
 WITH buckets AS (
     SELECT model, isl_bucket, bucket_order FROM day_slo_isl_bucket
     UNION ALL
@@ -17,7 +17,8 @@ counts AS (
         hour,
         CASE WHEN grouping(isl_bucket) = 1 THEN 'all' ELSE isl_bucket END AS isl_bucket,
         sum(effective_requests) AS effective_requests,
-        sum(compliant_requests) AS compliant_requests
+        sum(compliant_requests) AS compliant_requests,
+        sum(judged_requests) AS judged_requests
     FROM day_usage
     GROUP BY GROUPING SETS ((model, hour, isl_bucket), (model, hour))
 )
@@ -28,11 +29,11 @@ SELECT
     b.isl_bucket,
     coalesce(c.effective_requests, 0)::BIGINT AS effective_requests,
     coalesce(c.compliant_requests, 0)::BIGINT AS compliant_requests,
-    c.compliant_requests / nullif(c.effective_requests, 0) AS attainment,
+    c.compliant_requests / nullif(c.judged_requests, 0) AS attainment,
     p.attainment_target,
-    coalesce(c.effective_requests, 0) >= p.min_requests_per_bucket AS judged,
-    CASE WHEN coalesce(c.effective_requests, 0) >= p.min_requests_per_bucket
-         THEN c.compliant_requests / c.effective_requests >= p.attainment_target END AS attainment_met,
+    coalesce(c.judged_requests, 0) >= p.min_requests_per_bucket AS judged,
+    CASE WHEN coalesce(c.judged_requests, 0) >= p.min_requests_per_bucket
+         THEN c.compliant_requests / nullif(c.judged_requests, 0) >= p.attainment_target END AS attainment_met,
     p.slo_version
 FROM buckets AS b
 JOIN day_slo_policy AS p ON p.model = b.model

@@ -1,7 +1,8 @@
 -- finance.tenant_showback_daily: each tenant's share of a model's cost on the UTC day, by weighted tokens
 -- (spec/metrics.md, section 4): weighted_tokens = input_cached * w_cached + input_recomputed * w_recomputed +
 -- output_tokens * w_output with the policy's weights (output_tokens: output produced, successful requests; input
--- over reached requests), cost_share = weighted_tokens / the model's weighted tokens, cost = cost_share * the
+-- over reached requests; for a hosted-API model the weights are its price sheet's, as in
+-- finance.cost_per_mtok_daily, so a tenant's share is its share of the sheet cost), cost_share = weighted_tokens / the model's weighted tokens, cost = cost_share * the
 -- model's cost_total over its deployments (finance.cost_per_mtok_daily), per currency. Each cost is rounded to
 -- 1e-12 and the rounding residual goes to the tenant with the largest share (ties: the first by id), so a model's
 -- tenant costs add up to its cost exactly. A model whose tenants have no weighted tokens has NULL shares and
@@ -11,6 +12,26 @@ WITH model_cost AS (
     FROM day_cost_per_mtok
     GROUP BY model, currency
 ),
+-- A hosted-API model's tokens are weighted by its price sheet, class by class (per 1M tokens; the sheet of its
+-- first deployment by id when it has several); a self-hosted model's by the policy, cache writes as recomputed.
+weights AS (
+    SELECT
+        m.model,
+        coalesce(a.cache_read_per_mtok::DOUBLE, p.weight_cached) AS w_cached,
+        coalesce(a.input_per_mtok::DOUBLE, p.weight_recomputed) AS w_uncached,
+        coalesce(a.cache_write_per_mtok::DOUBLE, p.weight_recomputed) AS w_cache_write,
+        coalesce(a.cache_write_1h_per_mtok::DOUBLE, p.weight_recomputed) AS w_cache_write_1h,
+        coalesce(a.output_per_mtok::DOUBLE, p.weight_output) AS w_output
+    FROM (SELECT DISTINCT model FROM day_cost_per_mtok) AS m
+    CROSS JOIN day_cost_policy AS p
+    LEFT JOIN (SELECT model,
+                      arg_min(cache_read_per_mtok, deployment_id) AS cache_read_per_mtok,
+                      arg_min(input_per_mtok, deployment_id) AS input_per_mtok,
+                      arg_min(cache_write_per_mtok, deployment_id) AS cache_write_per_mtok,
+                      arg_min(cache_write_1h_per_mtok, deployment_id) AS cache_write_1h_per_mtok,
+                      arg_min(output_per_mtok, deployment_id) AS output_per_mtok
+               FROM day_api_prices GROUP BY model) AS a USING (model)
+),
 tenants AS (
     SELECT
         tenant_id,
@@ -19,6 +40,8 @@ tenants AS (
         sum(input_total)::BIGINT AS input_total,
         sum(input_cached)::BIGINT AS input_cached,
         sum(input_recomputed)::BIGINT AS input_recomputed,
+        sum(input_cache_write)::BIGINT AS input_cache_write,
+        sum(input_cache_write_1h)::BIGINT AS input_cache_write_1h,
         sum(output_produced)::BIGINT AS output_tokens
     FROM day_usage
     GROUP BY tenant_id, model
@@ -29,14 +52,15 @@ shares AS (
         m.currency,
         m.price_version,
         m.cost_total AS model_cost,
-        t.input_cached * p.weight_cached + t.input_recomputed * p.weight_recomputed
-            + t.output_tokens * p.weight_output AS weighted_tokens,
+        t.input_cached * w.w_cached + (t.input_recomputed - t.input_cache_write) * w.w_uncached
+            + (t.input_cache_write - t.input_cache_write_1h) * w.w_cache_write
+            + t.input_cache_write_1h * w.w_cache_write_1h + t.output_tokens * w.w_output AS weighted_tokens,
         weighted_tokens / nullif(sum(weighted_tokens) OVER model_day, 0) AS cost_share,
         CAST(m.cost_total::DOUBLE * cost_share AS DECIMAL(38, 12)) AS rounded_cost,
         row_number() OVER (model_day ORDER BY weighted_tokens DESC, t.tenant_id) AS share_rank
     FROM tenants AS t
     JOIN model_cost AS m USING (model)
-    JOIN day_cost_policy AS p ON p.price_version = m.price_version
+    JOIN weights AS w USING (model)
     WINDOW model_day AS (PARTITION BY t.model, m.currency)
 )
 SELECT
@@ -54,6 +78,7 @@ SELECT
               THEN model_cost - (sum(rounded_cost) OVER (PARTITION BY model, currency) - rounded_cost)
               ELSE rounded_cost END AS DECIMAL(38, 12)) AS cost,
     currency,
-    price_version
+    price_version,
+    input_cache_write
 FROM shares
 ORDER BY model, currency, tenant_id

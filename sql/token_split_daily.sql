@@ -39,6 +39,7 @@ figures AS (
         coalesce(sum(u.input_total), 0)::BIGINT AS input_total,
         coalesce(sum(u.input_cached), 0)::BIGINT AS input_cached,
         coalesce(sum(u.input_recomputed), 0)::BIGINT AS input_recomputed,
+        coalesce(sum(u.input_cache_write), 0)::BIGINT AS input_cache_write,
         coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens
     FROM models AS m
     LEFT JOIN day_usage AS u ON u.model = m.model
@@ -71,7 +72,8 @@ SELECT
     CASE WHEN w.n >= 3 AND w.n * w.sxx - w.sx * w.sx > 0 AND w.n * w.syy - w.sy * w.sy > 0
          THEN (w.n * w.sxy - w.sx * w.sy)::DOUBLE
               / sqrt((w.n * w.sxx - w.sx * w.sx)::DOUBLE * (w.n * w.syy - w.sy * w.sy)::DOUBLE) END
-        AS isl_osl_correlation
+        AS isl_osl_correlation,
+    input_cache_write
 FROM figures
 LEFT JOIN workload AS w USING (model)
 ORDER BY model

@@ -32,8 +32,19 @@ SLO_KEYS = {
 HEADROOM_KEYS = {"n_minus_k", "scaling_lag_pct", "forecast_error_pct", "release_pct", "jitter_pct"}
 COST_KEYS = {
     "price_version", "valid_from", "currency", "deployment_tag_keys", "shared_tag_value", "shared_cost_key",
-    "category_rules", "token_class_weights", "list_prices", "rate_cards",
+    "category_rules", "token_class_weights", "list_prices", "rate_cards", "api_prices", "litellm_price_map",
 }
+API_PRICE_KEYS = {"input_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok",
+                  "output_per_mtok"}
+# LiteLLM's model price map (model_prices_and_context_window.json): per-token prices by the names LiteLLM gives them.
+LITELLM_PRICE_KEYS = {
+    "input_per_mtok": "input_cost_per_token",
+    "cache_read_per_mtok": "cache_read_input_token_cost",
+    "cache_write_per_mtok": "cache_creation_input_token_cost",
+    "cache_write_1h_per_mtok": "cache_creation_input_token_cost_above_1hr",
+    "output_per_mtok": "output_cost_per_token",
+}
+MAX_PRICE_MAP_BYTES = 64 * 1024 * 1024
 DEFAULT_MODEL = "*"
 
 
@@ -209,7 +220,9 @@ def flatten_deployments(path: Path) -> list[_Rows]:
         entry = _require_mapping(entry, path, "a deployment")
         _check_keys(entry, set(contract.column_names), path, "a deployment")
         values = {name: entry.get(name) for name in contract.column_names}
-        values["hosting"] = entry.get("hosting", "cloud")
+        values["kind"] = entry.get("kind", "gpu")
+        if values["kind"] == "gpu":
+            values["hosting"] = entry.get("hosting", "cloud")
         out.add(_line(entry), entry, **values)
     return [out]
 
@@ -254,6 +267,7 @@ def flatten_costs(path: Path) -> list[_Rows]:
     rules = _Rows("cost_category_rule", path, [], [])
     prices = _Rows("list_price", path, [], [])
     cards = _Rows("rate_card", path, [], [])
+    sheets = _Rows("api_price", path, [], [])
     rule_keys = {"category", "service_category", "service_name", "sku_id", "resource_id", "charge_category"}
     for version in _require_list(doc.get("versions"), path, "versions", _line(doc, 1)):
         version = _require_mapping(version, path, "a cost policy version")
@@ -285,7 +299,77 @@ def flatten_costs(path: Path) -> list[_Rows]:
             card = _require_mapping(card, path, f"rate card {name}", _line(rate_cards))
             _check_keys(card, card_keys, path, "a rate card")
             cards.add(_line(card), card, price_version=pv, rate_card=name, **{k: card.get(k) for k in card_keys})
-    return [policy, rules, prices, cards]
+        _flatten_api_prices(version, path, pv, sheets)
+    return [policy, rules, prices, cards, sheets]
+
+
+def _flatten_api_prices(version: _Mapping, path: Path, price_version: Any, sheets: _Rows) -> None:
+    """A version's api_prices: each sheet written out per 1M tokens, or named in LiteLLM's model price map.
+
+    A class left out is priced as uncached input (cache reads, cache writes: a provider without a cache discount
+    or surcharge); a one-hour cache write as a cache write. Prices from the map are per token there: they are
+    read as decimals and multiplied by 1e6 exactly.
+    """
+    entries = _require_mapping(version.get("api_prices") or _Mapping(), path, "api_prices", _line(version))
+    price_map: dict[str, Any] | None = None
+    map_name = version.get("litellm_price_map")
+    for name, entry in entries.items():
+        entry = _require_mapping(entry, path, f"the price sheet {name}", _line(entries))
+        if "litellm" in entry:
+            _check_keys(entry, {"litellm"}, path, f"the price sheet {name} (read from the LiteLLM price map)")
+            if price_map is None:
+                price_map = _read_price_map(path, map_name, _line(entry))
+            key = entry.get("litellm")
+            found = price_map.get(key) if isinstance(key, str) else None
+            if not isinstance(found, dict):
+                raise ConfigError(f"{path} line {_line(entry)}: the price sheet {name} names {key!r}, which the "
+                                  f"LiteLLM price map {map_name} does not have. Use the map's key for the model "
+                                  "(for example anthropic/claude-sonnet-4-5 or gpt-4.1) and re-run.")
+            per_token = {ours: found.get(theirs) for ours, theirs in LITELLM_PRICE_KEYS.items()}
+            values = {k: _per_mtok(v) for k, v in per_token.items()}
+            source = f"{map_name} [{key}]"
+        else:
+            _check_keys(entry, API_PRICE_KEYS, path, f"the price sheet {name}")
+            values = {k: entry.get(k) for k in API_PRICE_KEYS}
+            source = path.name
+        values["cache_read_per_mtok"] = _or(values["cache_read_per_mtok"], values["input_per_mtok"])
+        values["cache_write_per_mtok"] = _or(values["cache_write_per_mtok"], values["input_per_mtok"])
+        values["cache_write_1h_per_mtok"] = _or(values["cache_write_1h_per_mtok"], values["cache_write_per_mtok"])
+        sheets.add(_line(entry), entry, price_version=price_version, price_sheet=name, source=source, **values)
+
+
+def _or(value: Any, fallback: Any) -> Any:
+    return fallback if value is None else value
+
+
+def _per_mtok(per_token: Any) -> Any:
+    """A per-token price of the map as the decimal text of its price per 1M tokens (exact: 3e-06 -> 3)."""
+    if isinstance(per_token, bool) or not isinstance(per_token, int | float):
+        return per_token  # missing, or not a number: the contract says what is wrong
+    from decimal import Decimal
+
+    return format((Decimal(repr(per_token)) * 1_000_000).normalize(), "f")
+
+
+def _read_price_map(path: Path, map_name: Any, line: int) -> dict[str, Any]:
+    """LiteLLM's model price map named by a version's litellm_price_map, relative to the config folder."""
+    if not isinstance(map_name, str) or not map_name:
+        raise ConfigError(f"{path} line {line}: a price sheet reads the LiteLLM price map, but the version has no "
+                          "litellm_price_map (the map's file name in the config folder). Add it and re-run.")
+    map_path = path.parent / map_name
+    if map_path.parent.resolve() != path.parent.resolve() or not map_path.is_file():
+        raise ConfigError(f"{path}: litellm_price_map {map_name!r} is not a file in {path.parent}. Copy LiteLLM's "
+                          "model_prices_and_context_window.json there and name it, then re-run.")
+    if map_path.stat().st_size > MAX_PRICE_MAP_BYTES:
+        raise ConfigError(f"{map_path} is larger than {MAX_PRICE_MAP_BYTES // 2**20} MB, which no price map is; "
+                          "refused unread.")
+    try:
+        doc = json.loads(map_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{map_path} is not a JSON price map ({exc}). Download it again and re-run.") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{map_path} is not a JSON object of models and their prices. Download it again.")
+    return doc
 
 
 def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> None:
@@ -332,8 +416,11 @@ def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
     The checked tables are kept per process under the digest of the files' contents, so a file changed between
     two steps is read and checked again, and an unchanged one is not checked twice."""
     layout.check()
-    digest = hashlib.sha256(b"".join(hashlib.sha256((layout.config / name).read_bytes()).digest()
-                                     for name in CONFIG_FILES)).hexdigest()
+    # Every regular file of the config folder: the three files and a price map costs.yaml may name.
+    digest = hashlib.sha256(b"".join(
+        name.encode() + hashlib.sha256((layout.config / name).read_bytes()).digest()
+        for name in sorted({*CONFIG_FILES, *(p.name for p in layout.config.iterdir() if p.suffix == ".json"
+                                              and p.is_file())}))).hexdigest()
     tables = _checked.get(digest)
     if tables is None:
         config_tables = load_contract("config")

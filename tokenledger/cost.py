@@ -82,13 +82,36 @@ def _rate_card_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
                           f"for the on-premises deployment(s) {named}. Add the rate card to that version's "
                           "rate_cards (docs/configuration.md) and re-run the day.")
     tag_keys = con.execute("SELECT deployment_tag_keys FROM day_cost_policy").fetchone()[0]
-    if not tag_keys and con.execute("SELECT count(*) FROM day_deployments WHERE hosting = 'on_prem'").fetchone()[0]:
+    if not tag_keys and con.execute("SELECT count(*) FROM day_deployments WHERE hosting = 'on_prem' "
+                                    "OR kind = 'api'").fetchone()[0]:
         raise ConfigError(f"{costs_file}: cost policy {price_version} has an empty deployment_tag_keys, so the "
-                          "rate-card lines of on-premises deployments cannot name their deployment. Give at least "
-                          "one key (docs/configuration.md) and re-run the day.")
+                          "rate-card lines of on-premises deployments and the price-sheet lines of API deployments "
+                          "cannot name their deployment. Give at least one key (docs/configuration.md) and re-run "
+                          "the day.")
     text = "CREATE OR REPLACE TEMP TABLE day_rate_card_charges AS " + statement("rate_card_charges")
     deployments_file = str(layout.config / "deployments.yaml")
     con.execute(text, used_params(text, window.params(deployments_file=deployments_file)))
+
+
+def api_costs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, price_version: str) -> None:
+    """Create `day_api_prices` and `day_api_costs` (sql/api_prices_day.sql, sql/api_usage_costs.sql): each hosted-API
+    deployment's price sheet and its cost by token class; stop the day when a sheet is missing."""
+    con.execute("CREATE OR REPLACE TEMP TABLE day_api_prices AS " + statement("api_prices_day"))
+    missing = con.execute("SELECT deployment_id, price_sheet, config_line FROM day_api_prices "
+                          "WHERE input_per_mtok IS NULL ORDER BY deployment_id").fetchall()
+    if missing:
+        named = "; ".join(f"{dep} (price_sheet {sheet!r}, deployments.yaml line {line})"
+                          for dep, sheet, line in missing)
+        raise ConfigError(f"{layout.config / 'costs.yaml'}: cost policy {price_version} (in force on {window.day}) "
+                          f"has no api_prices entry for the hosted-API deployment(s) {named}. Add the price sheet "
+                          "to that version's api_prices (docs/configuration.md) and re-run the day.")
+    con.execute("CREATE OR REPLACE TEMP TABLE day_api_costs AS " + statement("api_usage_costs"))
+
+
+def _api_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, price_version: str) -> None:
+    api_costs(con, layout, window, price_version)
+    text = "CREATE OR REPLACE TEMP TABLE day_api_charges AS " + statement("api_charges")
+    con.execute(text, used_params(text, window.params(deployments_file=str(layout.config / "deployments.yaml"))))
 
 
 def _write(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str) -> int:
@@ -103,6 +126,7 @@ def build_cost_lines(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window:
     run_sql(con, "glob_like")
     _shared_key(con)
     _rate_card_charges(con, layout, window, price_version)
+    _api_charges(con, layout, window, price_version)
     rows = _write(con, layout, window, "core", "cost_lines")
     attach(con, layout, window, "cost_lines")
     placements = dict(con.execute("SELECT placement, count(*) FROM day_cost_lines GROUP BY ALL").fetchall())
@@ -123,14 +147,16 @@ def build_cost_per_mtok(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     """Write finance.cost_per_mtok_daily for the day."""
     attach(con, layout, window, "deployments", "usage", "allocation")
     price_version = cost_policy_in_force(con, layout, window)
+    api_costs(con, layout, window, price_version)
     return {"rows": _write(con, layout, window, "finance", "cost_per_mtok_daily"), "price_version": price_version}
 
 
 def build_tenant_showback(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
                           ) -> dict[str, Any]:
     """Write finance.tenant_showback_daily for the day."""
-    attach(con, layout, window, "usage", "cost_per_mtok")
+    attach(con, layout, window, "usage", "cost_per_mtok", "deployments")
     price_version = cost_policy_in_force(con, layout, window)
+    api_costs(con, layout, window, price_version)
     return {"rows": _write(con, layout, window, "finance", "tenant_showback_daily"),
             "price_version": price_version}
 

@@ -1,0 +1,245 @@
+"""Hosted-API deployments: priced per token class from a price sheet, beside self-hosted ones, on a day worked
+out by hand.
+
+The conftest inventory gains two API deployments on 2026-11-16: claude-api (Anthropic, its sheet written in
+costs.yaml: input 3, cache read 0.30, cache write 3.75, one-hour cache write 6, output 15 USD per 1M tokens; rate
+limits 2 requests and 12,000 tokens per minute) and gpt-api (OpenAI, its sheet `gpt-4.1` read from a LiteLLM
+price map: 2e-06, 5e-07 and 8e-06 USD per token for input, cache reads and output, no cache-write price).
+The shared cost key is GPU-hours, so no shared cost reaches an API deployment. Every expected number is worked
+out here from the rows written.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import (
+    COSTS_YAML,
+    DEPLOYMENTS_YAML,
+    failure_text,
+    gateway_dir,
+    materialize,
+    request,
+    rows,
+    write_jsonl,
+)
+
+DAY = "2026-11-16"
+
+API_DEPLOYMENTS = """\
+  - deployment_id: claude-api
+    model: claude
+    kind: api
+    provider: anthropic
+    rate_limit_rpm: 2
+    rate_limit_tpm: 12000
+    valid_from: 2026-11-01
+  - deployment_id: gpt-api
+    model: gpt
+    kind: api
+    provider: openai
+    price_sheet: gpt-4.1
+    valid_from: 2026-11-01
+"""
+
+API_PRICES = """\
+    litellm_price_map: prices.json
+    api_prices:
+      claude: {input_per_mtok: 3, cache_read_per_mtok: 0.30, cache_write_per_mtok: 3.75,
+               cache_write_1h_per_mtok: 6, output_per_mtok: 15}
+      gpt-4.1: {litellm: gpt-4.1}
+"""
+
+PRICE_MAP = {"gpt-4.1": {"input_cost_per_token": 2e-06, "cache_read_input_token_cost": 5e-07,
+                         "output_cost_per_token": 8e-06, "litellm_provider": "openai", "mode": "chat"},
+             "sample_spec": {"input_cost_per_token": 0}}
+
+UNTIMED = {"ttft_ms": ..., "e2e_ms": ..., "queue_ms": ..., "itl_max_ms": ..., "latency_measured": False}
+
+
+def _api_home(home: Path) -> None:
+    (home / "config" / "deployments.yaml").write_text(DEPLOYMENTS_YAML + API_DEPLOYMENTS)
+    (home / "config" / "costs.yaml").write_text(COSTS_YAML + API_PRICES)
+    (home / "config" / "prices.json").write_text(json.dumps(PRICE_MAP))
+
+
+def _write_day(home: Path) -> None:
+    _api_home(home)
+    claude = {"model": "claude", "deployment_id": "claude-api"}
+    write_jsonl(gateway_dir(home, DAY) / "api.jsonl", [
+        # c1, team-a, a usage log without latency: 10,000 input = 6,000 cache reads + 2,000 cache writes (500 of
+        # them one-hour) + 2,000 uncached; 400 output (reasoning inside). Not judged against the SLO.
+        request("c1", **claude, received_at="2026-11-16T10:00:05Z", input_tokens=10000, cached_input_tokens=6000,
+                cache_write_tokens=2000, cache_write_1h_tokens=500, output_tokens=400, reasoning_tokens=150,
+                **UNTIMED),
+        # c2, team-b, timed and within the SLO (TTFT 300 ms <= 1,000 ms in 0-4k): 2,000 uncached input, 100 output.
+        request("c2", **claude, tenant_id="team-b", received_at="2026-11-16T10:00:40Z", input_tokens=2000,
+                cached_input_tokens=0, output_tokens=100),
+        # c3, team-b, rejected by the provider (429): never reached the model, never billed; counts for RPM.
+        request("c3", **claude, tenant_id="team-b", received_at="2026-11-16T10:00:50Z", status="rejected",
+                http_status=429, input_tokens=500, cached_input_tokens=0, output_tokens=0, ttft_ms=...,
+                e2e_ms=..., queue_ms=..., itl_max_ms=...),
+        # g1, team-a, an OpenAI usage object: 3,000 input of which 1,000 cached; 200 output.
+        request("g1", model="gpt", deployment_id="gpt-api", received_at="2026-11-16T11:00:00Z", input_tokens=3000,
+                cached_input_tokens=1000, output_tokens=200, **UNTIMED),
+        # a self-hosted request beside them
+        request("m1"),
+    ])
+    with (home / "raw" / "billing" / "focus.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
+                    "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId",
+                    "Tags"])
+        # GPU for m70, tagged: allocated to m70-h100.
+        w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", "480.00", "480.00", "USD",
+                    "Usage", "Compute", "Amazon EC2", "i-m70-1", "p5.48xlarge",
+                    '{"tokenledger:deployment": "m70-h100"}'])
+        # An Anthropic invoice line tagged to claude-api: its cost is the price sheet's, so the line is unallocated.
+        w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", "5.00", "5.00", "USD",
+                    "Usage", "AI and Machine Learning", "Claude", "anthropic-org", "claude",
+                    '{"tokenledger:deployment": "claude-api"}'])
+
+
+@pytest.fixture(scope="module")
+def api_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One day with API and self-hosted deployments, materialized once for the whole module."""
+    mp = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("api") / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "raw" / "billing").mkdir(parents=True)
+    from tests.conftest import SLO_YAML
+
+    (home / "config" / "slo.yaml").write_text(SLO_YAML)
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    _write_day(home)
+    result = materialize(DAY)
+    assert result.success, failure_text(result)
+    yield home
+    mp.undo()
+
+
+# Claude's token classes over its reached requests (c1, c2): uncached 2,000 + 2,000 = 4,000; cache reads 6,000;
+# cache writes 1,500 five-minute + 500 one-hour; output 500.
+CLAUDE_COST = (Decimal(4000) * 3 + Decimal(6000) * Decimal("0.30") + Decimal(1500) * Decimal("3.75")
+               + Decimal(500) * 6 + Decimal(500) * 15) / 10**6  # 0.012 + 0.0018 + 0.005625 + 0.003 + 0.0075
+# GPT: uncached 2,000 at 2, cache reads 1,000 at 0.5, output 200 at 8 (the map's per-token prices times 1e6).
+GPT_COST = (Decimal(2000) * 2 + Decimal(1000) * Decimal("0.5") + Decimal(200) * 8) / 10**6
+
+
+def test_api_cost_per_mtok_by_token_class(api_day: Path) -> None:
+    assert Decimal("0.029925") == CLAUDE_COST and Decimal("0.0061") == GPT_COST
+    by_dep = {r["deployment_id"]: r for r in rows(api_day, "finance", "cost_per_mtok_daily", DAY)}
+    claude, gpt = by_dep["claude-api"], by_dep["gpt-api"]
+    assert claude["kind"] == "api" and by_dep["m70-h100"]["kind"] == "gpu"
+    # GPU figures are null for an API deployment, never zero
+    assert (claude["gpu_type"], claude["gpus"], claude["cost_gpu"]) == (None, None, None)
+    assert claude["cost_api"] == claude["cost_total"] == CLAUDE_COST
+    assert gpt["cost_api"] == gpt["cost_total"] == GPT_COST
+    assert by_dep["m70-h100"]["cost_api"] is None
+    assert (claude["input_total"], claude["input_cached"], claude["input_recomputed"], claude["input_cache_write"]) \
+        == (12000, 6000, 6000, 2000)
+    # per token class, the sheet's prices: cache read 0.30; recomputed input (2,000 + 2,000 uncached at 3, 1,500
+    # writes at 3.75, 500 at 6) = 20,625 / 6,000 = 3.4375; cache writes 8,625 / 2,000 = 4.3125; output 15
+    assert claude["unit_cost_cached_per_mtok"] == pytest.approx(0.30)
+    assert claude["unit_cost_recomputed_per_mtok"] == pytest.approx(3.4375)
+    assert claude["unit_cost_cache_write_per_mtok"] == pytest.approx(4.3125)
+    assert claude["unit_cost_output_per_mtok"] == pytest.approx(15)
+    # delivered: 500 output tokens; under SLO: only c2 (100 tokens) was judged and compliant
+    assert claude["cost_per_mtok_output"] == pytest.approx(0.029925 / 500 * 1e6)
+    assert claude["cost_per_mtok_goodput"] == pytest.approx(0.029925 / 100 * 1e6)
+    # gpt: no request was judged, so nothing is known to be under SLO: NULL, not zero
+    assert gpt["compliant_output_tokens"] == 0 and gpt["cost_per_mtok_goodput"] is None
+    assert gpt["price_sheet"] == "gpt-4.1" and gpt["unit_cost_output_per_mtok"] == pytest.approx(8)
+
+
+def test_api_tenant_showback_prices_each_tenant_s_classes(api_day: Path) -> None:
+    shares = {r["tenant_id"]: r for r in rows(api_day, "finance", "tenant_showback_daily", DAY, "model = 'claude'")}
+    # team-a (c1): 2,000 uncached * 3 + 6,000 * 0.30 + 1,500 * 3.75 + 500 * 6 + 400 * 15 = 22,425 (per 1e6)
+    # team-b (c2): 2,000 * 3 + 100 * 15 = 7,500; the two add up to the model's 29,925
+    assert shares["team-a"]["cost"] == Decimal("0.022425")
+    assert shares["team-b"]["cost"] == Decimal("0.0075")
+    assert shares["team-a"]["input_cache_write"] == 2000
+
+
+def test_api_reconciliation_lists_api_cost_apart_and_the_bill_balances(api_day: Path) -> None:
+    (rec,) = rows(api_day, "finance", "cost_reconciliation_daily", DAY)
+    assert rec["billed_effective_cost"] == Decimal("485")
+    assert rec["allocated_cost"] == Decimal("480")  # m70's tagged line
+    assert rec["unallocated_cost"] == Decimal("5")  # the invoice line tagged to claude-api
+    assert rec["balanced"] is True
+    assert rec["api_cost"] == CLAUDE_COST + GPT_COST
+    assert rec["deployment_cost"] == Decimal("480") + rec["rate_card_cost"] + CLAUDE_COST + GPT_COST
+    (line,) = rows(api_day, "core", "cost_lines", DAY, "source = 'focus' AND deployment_id IS NULL")
+    assert line["placement"] == "unallocated"
+    assert "hosted-API deployment" in line["placement_reason"]
+
+
+def test_api_tokens_and_slo_judge_only_timed_requests(api_day: Path) -> None:
+    split = {r["model"]: r for r in rows(api_day, "infra", "token_split_daily", DAY)}
+    assert (split["claude"]["input_total"], split["claude"]["input_cached"], split["claude"]["input_cache_write"]) \
+        == (12000, 6000, 2000)
+    slo = {r["model"]: r for r in rows(api_day, "infra", "slo_daily", DAY, "isl_bucket = 'all'")}
+    # claude: c1, c2, c3 are effective; c1 carries no latency and is not judged; c2 is judged and compliant; c3 is
+    # judged and not compliant (a rejected request is a failure, whatever its latency)
+    assert (slo["claude"]["effective_requests"], slo["claude"]["judged_requests"],
+            slo["claude"]["compliant_requests"]) == (3, 2, 1)
+    assert slo["claude"]["attainment"] == pytest.approx(0.5)
+    assert (slo["gpt"]["judged_requests"], slo["gpt"]["attainment"]) == (0, None)
+
+
+def test_api_peak_minute_against_rate_limits(api_day: Path) -> None:
+    (hour10,) = rows(api_day, "infra", "load_hourly", DAY, "model = 'claude' AND hour = 10")
+    # minute 10:00 holds c1, c2, c3: 3 requests > 2 rpm; tokens of reached ones 10,400 + 2,100 = 12,500 > 12,000
+    assert (hour10["peak_minute_requests"], hour10["peak_minute_tokens"]) == (3, 12500)
+    assert (hour10["rate_limit_rpm"], hour10["rate_limit_tpm"]) == (2, 12000)
+    assert hour10["peak_minute_rpm_utilization"] == pytest.approx(1.5)
+    assert hour10["over_rate_limit"] is True
+    (gpt11,) = rows(api_day, "infra", "load_hourly", DAY, "model = 'gpt' AND hour = 11")
+    assert gpt11["rate_limit_tpm"] is None and gpt11["over_rate_limit"] is None
+
+
+def _config_error(home: Path) -> str:
+    import duckdb
+
+    from tokenledger.config import load_config
+    from tokenledger.errors import ConfigError
+    from tokenledger.paths import HomeLayout
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(duckdb.connect(), HomeLayout.of(home))
+    return str(caught.value)
+
+
+def test_an_api_deployment_with_gpu_fields_is_refused(home: Path) -> None:
+    _api_home(home)
+    path = home / "config" / "deployments.yaml"
+    path.write_text(path.read_text().replace("    provider: openai\n", "    provider: openai\n    gpus: 8\n"))
+    assert "api_has_no_gpus: an API deployment (kind api) runs on no GPUs of ours" in _config_error(home)
+
+
+def test_an_api_deployment_needs_a_provider(home: Path) -> None:
+    _api_home(home)
+    path = home / "config" / "deployments.yaml"
+    path.write_text(path.read_text().replace("    provider: anthropic\n", ""))
+    # the claude-api entry starts on line 60, right after the 59 lines of the conftest inventory
+    assert f"{path} line 60: provider: required when kind == 'api'" in _config_error(home)
+
+
+def test_a_price_sheet_naming_what_the_litellm_map_lacks(home: Path) -> None:
+    _api_home(home)
+    path = home / "config" / "costs.yaml"
+    path.write_text(path.read_text().replace("{litellm: gpt-4.1}", "{litellm: gpt-9}"))
+    assert "the price sheet gpt-4.1 names 'gpt-9', which the LiteLLM price map prices.json does not have" \
+        in _config_error(home)
+
+
+def test_a_litellm_price_map_outside_the_config_folder_is_refused(home: Path) -> None:
+    _api_home(home)
+    path = home / "config" / "costs.yaml"
+    path.write_text(path.read_text().replace("litellm_price_map: prices.json", "litellm_price_map: ../prices.json"))
+    assert "litellm_price_map '../prices.json' is not a file in" in _config_error(home)
