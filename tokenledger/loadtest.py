@@ -1,13 +1,55 @@
 """Load-test runs and their lambda_slo_max (spec/inputs.md, Load-test runs; spec/metrics.md, section 5).
 
-A run is a folder `raw/loadtest/<run_id>/` holding `run.yaml` (data_contracts/loadtest_run.odcs.yaml) and request
-files in the gateway_request contract. The requests are typed and judged exactly as gateway logs are
-(`tokenledger.ingest.stage_gateway_files`), the run's own rules are added (sql/loadtest_checked.sql), duplicates
-are merged and the accepted requests assembled by the gateway's own statements, then judged against the SLO
-policy in force on the run's day by the production judgement (sql/requests_judged.sql). Every step is measured
-on its segment by sql/loadtest_steps.sql into the temp table `loadtest_steps` (data_contracts/
+A run is a folder `raw/loadtest/<run_id>/` holding `run.yaml` (data_contracts/loadtest_run.odcs.yaml) and the
+run's requests in its `format`: request files in the gateway_request contract (`gateway`, the default), or
+`vllm bench serve` result files (`vllm-bench`, below). The requests are typed and judged exactly as gateway logs
+are (`tokenledger.ingest.stage_gateway_files`), the run's own rules are added (sql/loadtest_checked.sql),
+duplicates are merged and the accepted requests assembled by the gateway's own statements, then judged against
+the SLO policy in force on the run's day by the production judgement (sql/requests_judged.sql). Every step is
+measured on its segment by sql/loadtest_steps.sql into the temp table `loadtest_steps` (data_contracts/
 core_loadtest_steps.odcs.yaml), one row per run and step. Decisions: docs/decisions.md, "Capacity math and load
 tests".
+
+A vllm-bench run holds one or more `vllm bench serve --save-result --save-detailed` result files (`*.json`, one
+JSON object each), as a sweep of request rates writes them. Source: vllm-project/vllm, `vllm/benchmarks/serve.py`
+(`benchmark()` builds the result, `main_async()` saves it) and `vllm/benchmarks/lib/endpoint_request_func.py`
+(`RequestFuncOutput`, the per-request success and error) at commits 009e6d4a and 02cfb534 of main (0.31 or later),
+and the keys' history from v0.8.0, the first release with `vllm bench serve` (the older
+benchmarks/benchmark_serving.py wrote the same JSON), to v0.33.0, read from the released wheels. Read per file
+(sql/vllm_bench_file.sql) and per request (sql/vllm_bench_requests.sql), all in DuckDB; the file is one JSON
+document, parsed once per statement:
+
+- a file is a step at its `request_rate` (req/s), lasting its `duration` (s, the benchmark's wall time from the
+  first request sent to the last response). Steps are ranked by request_rate (files in any order, any names);
+  the first starts at run.yaml's `start` and each next one where the previous ended. The order does not change
+  what a step measures; `date` (the client's local time, no zone) and `model_id` (the checkpoint's name, not the
+  inventory's model) are not read: run.yaml says when and what;
+- request i of a file is entry i of the parallel lists `input_lens`, `output_lens`, `ttfts` (s), `itls` (a list
+  of gaps between streamed chunks, s) and `errors`, with `start_times` (s, `time.perf_counter()`, from 0.15),
+  `latencies` (s) and `queue_times` (s, time waiting for the client's --max-concurrency, from 0.31) when the
+  version writes them. The lists exist only with --save-detailed (0.9.1 on; always before). Not read: `failed`
+  (0.12 on; `completed` says as much), `server_ttfts` and `server_queue_times` (0.33, measured from scheduling,
+  not from arrival), `burstiness` (the arrival process, below) and the summary percentiles;
+- request_id = `<run_id>/<file name>/<i>`; received_at = the step's start + the request's arrival (start_times[i]
+  - queue_times[i]) after the file's first arrival; without start_times, the requests are spread evenly over the
+  step, request i at i * duration / n. vLLM's arrivals are a Poisson (burstiness 1) or gamma process, so evenly
+  spaced is an approximation of when requests arrived, never of how many;
+- status: `ok` by vLLM's own success rule, which the file does not store: the first chunk arrived (ttft > 0) and
+  no error was recorded (errors[i] == ""); else `error`, with error_type the exception class of a traceback or
+  the HTTP reason phrase (never the text). `completed` must equal the number of successes, or the file is refused;
+- input_tokens = input_lens[i] (the server's prompt_tokens when it returned usage), output_tokens =
+  output_lens[i] (0 for a failure), cached_input_tokens = 0 (vLLM bench reports no prefix-cache hits), tenant
+  `loadtest`, the run's model and deployment;
+- ttft_ms = (queue_times[i] +) ttfts[i] * 1000; e2e_ms = (queue_times[i] +) latencies[i] * 1000, or ttfts[i] +
+  sum(itls[i]) before 0.31 (the same sum for a failure); itl_max_ms = max(itls[i]) * 1000 (a gap can span several
+  tokens of one chunk); queue_ms = queue_times[i] * 1000 when written. TTFT is measured from arrival, queueing
+  included (spec/metrics.md), so a request --max-concurrency held back counts its wait; a file with
+  max_concurrency set and no queue_times is refused. Milliseconds are rounded to the microsecond;
+- a file that cannot be a step (not one JSON object, a required key missing, lists of different lengths, a rate
+  of `inf` or with ramp-up, `completed` disagreeing) stops the run with the file, the field and the rule; an
+  entry of a list that cannot be a request (a negative length, a gap that is not a number) is quarantined with the
+  file, its index (as the line) and the reason, under the vLLM field's name. Prompts and generated_texts are
+  never read.
 
 The connection must be a compute connection (UTC) with the config loaded (`tokenledger.config.load_config`); it
 is loaded here when it is not.
@@ -38,16 +80,40 @@ from tokenledger.config import (
     load_config,
     read_yaml,
 )
-from tokenledger.contracts import load_contract
-from tokenledger.duck import sql_path, statement, used_params
+from tokenledger.contracts import load_contract, validation_query
+from tokenledger.duck import literal_path, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, stage_gateway_files
-from tokenledger.landing import landing_files
+from tokenledger.landing import LandingFile, landing_files
 from tokenledger.paths import HomeLayout
+from tokenledger.readers import read_error
 
 RUN_FILE = "run.yaml"
-RUN_KEYS = {"run_id", "model", "deployment_id", "start", "warmup_min", "steps"}
+GATEWAY, VLLM_BENCH = "gateway", "vllm-bench"
+# The keys of run.yaml per format, in the order messages list them; all required (`format` may be left out for
+# gateway, its default).
+FORMAT_KEYS = {
+    GATEWAY: ("run_id", "model", "deployment_id", "start", "warmup_min", "steps"),
+    VLLM_BENCH: ("run_id", "format", "model", "deployment_id", "start", "warmup_min"),
+}
+FORMAT_FILES = {GATEWAY: "request files in the gateway_request contract",
+                VLLM_BENCH: "vllm bench serve --save-result --save-detailed result files"}
+RUN_KEYS = ("run_id", "format", "model", "deployment_id", "start", "warmup_min")
 STEP_KEYS = {"arrival_rate", "start", "end"}
+VLLM_BENCH_FORMATS = {".json": "json"}
+# gateway_request columns -> the vLLM fields they are read from, for quarantine reasons.
+VLLM_BENCH_LABELS = {
+    "request_id": "<run_id>/<file>/<index>",
+    "received_at": "start_times (or the index)",
+    "status": "errors and ttfts",
+    "input_tokens": "input_lens",
+    "output_tokens": "output_lens",
+    "ttft_ms": "ttfts * 1000",
+    "e2e_ms": "latencies (or ttfts + itls) * 1000",
+    "queue_ms": "queue_times * 1000",
+    "itl_max_ms": "max(itls) * 1000",
+    "error_type": "errors",
+}
 STEPS_TABLE = "loadtest_steps"
 QUARANTINE_SAMPLE = 5
 # Temp objects one run's measurement creates; the names are those the reused gateway and SLO statements read.
@@ -55,7 +121,8 @@ _RUN_OBJECTS = (
     ("VIEW", "requests_judged"), ("TABLE", "day_slo_isl_bucket"), ("TABLE", "day_slo_policy"),
     ("VIEW", "day_deployments"), ("VIEW", "day_requests"), ("TABLE", "gateway_duplicates"),
     ("VIEW", "checked_gateway"), ("VIEW", "staged_loadtest"), ("TABLE", "run_deployment"),
-    ("TABLE", "cfg_loadtest_step"), ("TABLE", "cfg_loadtest_run"),
+    ("TABLE", "vllm_bench_steps"), ("TABLE", "vllm_bench_files"), ("TABLE", "cfg_loadtest_step"),
+    ("TABLE", "cfg_loadtest_run"),
 )
 
 
@@ -65,11 +132,13 @@ class LoadtestRun:
 
     folder: Path
     run_id: str
+    fmt: str
     model: str
     deployment_id: str
     start: datetime
     warmup_min: int
     key_lines: dict[str, int]
+    files: tuple[Path, ...] = ()  # a vllm-bench run's result files, by name (their file_index)
 
     @property
     def day(self) -> date:
@@ -111,33 +180,30 @@ def run_folders(layout: HomeLayout) -> list[Path]:
 def read_run(con: duckdb.DuckDBPyConnection, folder: Path) -> LoadtestRun:
     """Check run.yaml against its contract into cfg_loadtest_run and cfg_loadtest_step (one row per step).
 
+    A gateway run's steps are run.yaml's `steps`; a vllm-bench run's are its result files (`_vllm_bench_steps`).
     Raises a ConfigError naming the file, the line and the field: a run cannot be measured on wrong steps.
     """
     path = folder / RUN_FILE
     if not path.is_file():
         raise ConfigError(f"{folder}: a load-test run folder needs a {RUN_FILE} (run_id, model, deployment_id, "
-                          "start, warmup_min and steps with arrival_rate, start and end; docs/decisions.md). "
-                          "Add it, or move the folder out of raw/loadtest/, and re-run.")
+                          "start, warmup_min and steps with arrival_rate, start and end, or format: vllm-bench "
+                          "beside vllm bench serve result files; docs/configuration.md). Add it, or move the folder "
+                          "out of raw/loadtest/, and re-run.")
     doc = _require_mapping(read_yaml(path), path, "the file", 1)
-    _check_keys(doc, RUN_KEYS, path, RUN_FILE)
-    steps = _require_list(doc.get("steps"), path, "steps", doc.line_of("steps"))
-    if not steps:
-        raise ConfigError(f"{path} line {doc.line_of('steps')}: steps: a run needs at least one step.")
+    fmt = _run_format(doc, path)
     contract = load_contract("loadtest_run")
     run_rows = _Rows("loadtest_run", path, [], [])
-    run_rows.add(_line(doc, 1), doc, **{k: doc.get(k) for k in RUN_KEYS - {"steps"}})
-    step_rows = _Rows("loadtest_step", path, [], [])
-    for index, step in enumerate(steps):
-        step = _require_mapping(step, path, f"step {index} of steps", doc.line_of("steps"))
-        _check_keys(step, STEP_KEYS, path, "a step")
-        # The contract names a step's start and end step_start and step_end (`end` is a SQL keyword).
-        aliased = _Mapping(step)
-        aliased.line = _line(step)
-        aliased.key_lines = {**step.key_lines, "step_start": step.line_of("start"), "step_end": step.line_of("end")}
-        step_rows.add(_line(step), aliased, run_id=doc.get("run_id"), step_index=index,
-                      arrival_rate=step.get("arrival_rate"), step_start=step.get("start"), step_end=step.get("end"))
-    _load_rows(con, run_rows, contract.table("loadtest_run"))
-    _load_rows(con, step_rows, contract.table("loadtest_step"))
+    run_rows.add(_line(doc, 1), doc, **{k: doc.get(k) for k in RUN_KEYS})
+    files: tuple[Path, ...] = ()
+    step_lines: list[int] = []
+    if fmt == GATEWAY:
+        step_rows = _yaml_steps(doc, path)
+        _load_rows(con, run_rows, contract.table("loadtest_run"))
+        _load_rows(con, step_rows, contract.table("loadtest_step"))
+        step_lines = step_rows.lines
+    else:
+        _load_rows(con, run_rows, contract.table("loadtest_run"))
+        files = _vllm_bench_steps(con, folder)
 
     run_id, model, deployment_id, start, warmup_min = con.execute(
         "SELECT run_id, model, deployment_id, start, warmup_min FROM cfg_loadtest_run").fetchone()
@@ -150,11 +216,93 @@ def read_run(con: duckdb.DuckDBPyConnection, folder: Path) -> LoadtestRun:
         "ORDER BY s.step_index").fetchall()
     if too_short:
         index, minutes = too_short[0]
-        raise ConfigError(f"{path} line {step_rows.lines[index]}: warmup_min: {warmup_min} minutes leave nothing "
-                          f"of step {index} ({minutes:g} minutes) to measure. Shorten warmup_min (line "
-                          f"{doc.line_of('warmup_min')}) or lengthen the step, and re-run.")
-    return LoadtestRun(folder, run_id, model, deployment_id, start, warmup_min,
-                       {k: doc.line_of(k) for k in RUN_KEYS})
+        if fmt == GATEWAY:
+            raise ConfigError(f"{path} line {step_lines[index]}: warmup_min: {warmup_min} minutes leave nothing of "
+                              f"step {index} ({minutes:g} minutes) to measure. Shorten warmup_min (line "
+                              f"{doc.line_of('warmup_min')}) or lengthen the step, and re-run.")
+        file = con.execute("SELECT source_file FROM vllm_bench_steps WHERE step_index = $i", {"i": index}).fetchone()
+        raise ConfigError(f"{path} line {doc.line_of('warmup_min')}: warmup_min: {warmup_min} minutes leave nothing "
+                          f"of step {index} ({file[0]}, {minutes:g} minutes) to measure. Shorten warmup_min, or run "
+                          "that request rate longer (more --num-prompts), and re-run.")
+    return LoadtestRun(folder, run_id, fmt, model, deployment_id, start, warmup_min,
+                       {k: doc.line_of(k) for k in RUN_KEYS}, files)
+
+
+def _run_format(doc: _Mapping, path: Path) -> str:
+    """The run's format, after checking that run.yaml has exactly the keys that format takes (one line each)."""
+    fmt = doc.get("format", GATEWAY)
+    if not isinstance(fmt, str) or fmt not in FORMAT_KEYS:
+        raise ConfigError(f"{path} line {doc.line_of('format')}: format: {fmt!r} is not a load-test run format: "
+                          + " or ".join(f"{f} ({what})" for f, what in FORMAT_FILES.items())
+                          + f"; {GATEWAY} when left out. Fix it and re-run.")
+    keys = FORMAT_KEYS[fmt]
+    if fmt == VLLM_BENCH and "steps" in doc:
+        raise ConfigError(f"{path} line {doc.line_of('steps')}: steps: a {VLLM_BENCH} run takes its steps from its "
+                          "result files (one per file, at its request_rate, lasting its duration). Remove steps "
+                          "and re-run.")
+    _check_keys(doc, set(keys) | {"format"}, path, f"a {fmt} {RUN_FILE}")
+    missing = [k for k in keys if doc.get(k) is None]
+    if missing:
+        raise ConfigError(f"{path} line {_line(doc, 1)}: {missing[0]}: required but missing; a {fmt} {RUN_FILE} "
+                          f"needs {', '.join(keys)} (docs/configuration.md). Add it and re-run.")
+    return str(fmt)
+
+
+def _yaml_steps(doc: _Mapping, path: Path) -> _Rows:
+    """A gateway run's `steps`, as loadtest_step rows."""
+    steps = _require_list(doc.get("steps"), path, "steps", doc.line_of("steps"))
+    if not steps:
+        raise ConfigError(f"{path} line {doc.line_of('steps')}: steps: a run needs at least one step.")
+    step_rows = _Rows("loadtest_step", path, [], [])
+    for index, step in enumerate(steps):
+        step = _require_mapping(step, path, f"step {index} of steps", doc.line_of("steps"))
+        _check_keys(step, STEP_KEYS, path, "a step")
+        # The contract names a step's start and end step_start and step_end (`end` is a SQL keyword).
+        aliased = _Mapping(step)
+        aliased.line = _line(step)
+        aliased.key_lines = {**step.key_lines, "step_start": step.line_of("start"), "step_end": step.line_of("end")}
+        step_rows.add(_line(step), aliased, run_id=doc.get("run_id"), step_index=index,
+                      arrival_rate=step.get("arrival_rate"), step_start=step.get("start"), step_end=step.get("end"))
+    return step_rows
+
+
+def _vllm_bench_steps(con: duckdb.DuckDBPyConnection, folder: Path) -> tuple[Path, ...]:
+    """A vllm-bench run's result files, checked (sql/vllm_bench_file.sql into vllm_bench_files), and its steps
+    (sql/vllm_bench_steps.sql into vllm_bench_steps and cfg_loadtest_step). Returns the files by name.
+
+    Raises an InputFileError naming the file, the field and the rule when a file cannot be a step."""
+    files = tuple(f.path for f in landing_files(folder, {**VLLM_BENCH_FORMATS, RUN_FILE: "yaml"},
+                                                "vLLM bench result") if f.fmt == "json")
+    if not files:
+        raise InputFileError(f"{folder}: the {VLLM_BENCH} run has no result files (*.json written by vllm bench "
+                             "serve --save-result --save-detailed, one per request rate). Add them beside run.yaml "
+                             "and re-run.")
+    query = statement("vllm_bench_file")
+    for index, path in enumerate(files):
+        params = used_params(query, {"file": literal_path(path), "source_file": str(path), "file_index": index})
+        into = "CREATE OR REPLACE TEMP TABLE vllm_bench_files AS " if index == 0 else "INSERT INTO vllm_bench_files "
+        try:
+            con.execute(into + query, params)
+        except duckdb.Error as exc:
+            raise read_error(path, "a vllm bench serve result", exc) from None
+        problems = con.execute("SELECT problems FROM vllm_bench_files WHERE file_index = $i",
+                               {"i": index}).fetchone()[0]
+        if problems:
+            raise InputFileError(
+                f"{path}: cannot be a step of load-test run {folder.name}:\n" + "".join(f"  {p}\n" for p in problems)
+                + "Fix or replace the file (vllm bench serve --save-result --save-detailed at one finite "
+                f"--request-rate; docs/configuration.md), or move it out of {folder}, and re-run.")
+    shared = con.execute("SELECT request_rate, list(source_file ORDER BY file_index) FROM vllm_bench_files "
+                         "GROUP BY request_rate HAVING count(*) > 1 ORDER BY request_rate").fetchall()
+    if shared:
+        rate, paths = shared[0]
+        raise InputFileError(f"{paths[0]} and {paths[1]}: request_rate: both are {rate:g} req/s, and the steps of a "
+                             "run need distinct arrival rates (lambda_slo_max names one step). Keep one file per "
+                             f"rate (move the other out of {folder}) and re-run.")
+    con.execute("CREATE OR REPLACE TEMP TABLE vllm_bench_steps AS " + statement("vllm_bench_steps"))
+    con.execute("CREATE OR REPLACE TEMP TABLE cfg_loadtest_step AS "
+                "SELECT run_id, step_index, arrival_rate, step_start, step_end FROM vllm_bench_steps")
+    return files
 
 
 def _resolve_deployment(con: duckdb.DuckDBPyConnection, layout: HomeLayout, run: LoadtestRun) -> None:
@@ -177,14 +325,14 @@ def _resolve_deployment(con: duckdb.DuckDBPyConnection, layout: HomeLayout, run:
 
 def _ingest_requests(con: duckdb.DuckDBPyConnection, run: LoadtestRun, stage: Path) -> RunIngest:
     """Type, judge and de-duplicate the run's request files; creates the view day_requests (accepted requests)."""
-    files = [f for f in landing_files(run.folder, {**GATEWAY_FORMATS, RUN_FILE: "yaml"}, "load-test request")
-             if f.fmt != "yaml"]
-    if not files:
-        raise InputFileError(f"{run.folder}: the run has no request files ({', '.join(GATEWAY_FORMATS)} in the "
-                             "gateway_request contract). Add them beside run.yaml and re-run.")
-    staged = stage_gateway_files(con, files, stage / "requests")
+    if run.fmt == VLLM_BENCH:
+        staged = _stage_vllm_bench(con, run, stage / "requests")
+    else:
+        staged = stage_gateway_files(con, _gateway_files(run.folder), stage / "requests")
     con.execute("CREATE OR REPLACE TEMP VIEW staged_loadtest AS SELECT * FROM read_parquet(["
                 + ", ".join(sql_path(p) for p in staged) + "])")
+    if run.fmt == VLLM_BENCH:
+        _check_vllm_bench_completed(con, run)
     checked = stage / "checked.parquet"
     lake.write_query(con, statement("loadtest_checked"), checked)
     con.execute(f"CREATE OR REPLACE TEMP VIEW checked_gateway AS SELECT * FROM read_parquet({sql_path(checked)})")
@@ -200,6 +348,58 @@ def _ingest_requests(con: duckdb.DuckDBPyConnection, run: LoadtestRun, stage: Pa
         f"ORDER BY file_index, source_line LIMIT {QUARANTINE_SAMPLE}").fetchall()
     return RunIngest(run.run_id, rows_read, accepted, quarantined, int(merged),
                      [{"file": f, "line": ln, "reason": r} for f, ln, r in sample])
+
+
+def _gateway_files(folder: Path) -> list[LandingFile]:
+    """A gateway run's request files (a vllm bench result among them is the sign of a missing `format`)."""
+    if any(p.name.endswith(tuple(VLLM_BENCH_FORMATS)) and not p.name.startswith((".", "_"))
+           for p in folder.iterdir()):
+        raise InputFileError(f"{folder}: holds *.json files, which a {GATEWAY} run does not read. If they are vllm "
+                             f"bench serve results, write format: {VLLM_BENCH} in {RUN_FILE} (and no steps); "
+                             "otherwise move them out, and re-run.")
+    files = [f for f in landing_files(folder, {**GATEWAY_FORMATS, RUN_FILE: "yaml"}, "load-test request")
+             if f.fmt != "yaml"]
+    if not files:
+        raise InputFileError(f"{folder}: the run has no request files ({', '.join(GATEWAY_FORMATS)} in the "
+                             "gateway_request contract). Add them beside run.yaml and re-run.")
+    return files
+
+
+def _stage_vllm_bench(con: duckdb.DuckDBPyConnection, run: LoadtestRun, stage_dir: Path) -> list[Path]:
+    """Each result file's requests (sql/vllm_bench_requests.sql), typed and judged by the gateway_request contract
+    with reasons naming the vLLM fields, into stage_dir/NNNNNN.parquet (NNNNNN = the file's file_index)."""
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    passthrough = ["$file_index::INTEGER AS file_index", "$source_file AS source_file", "source_line",
+                   "true AS is_record", f"'{VLLM_BENCH}' AS source"]
+    query = validation_query(load_contract("gateway_request").table(), statement("vllm_bench_requests"),
+                             passthrough, gate="line_problem", kinds=True, labels=VLLM_BENCH_LABELS)
+    staged = []
+    for index, path in enumerate(run.files):
+        target = stage_dir / f"{index:06d}.parquet"
+        try:
+            lake.write_query(con, query, target,
+                             {"file": literal_path(path), "source_file": str(path), "file_index": index})
+        except duckdb.Error as exc:
+            raise read_error(path, "a vllm bench serve result", exc) from None
+        staged.append(target)
+    return staged
+
+
+def _check_vllm_bench_completed(con: duckdb.DuckDBPyConnection, run: LoadtestRun) -> None:
+    """Each file's successes by vLLM's rule must be its own `completed`: else the lists are not the run it
+    summarised (a backend that does not stream records no TTFT, so its successes look failed)."""
+    differ = con.execute(
+        "SELECT f.source_file, f.completed, count(*) FILTER (WHERE s.status = 'ok'), count(*) "
+        "FROM vllm_bench_files AS f JOIN staged_loadtest AS s USING (file_index) WHERE f.completed IS NOT NULL "
+        "GROUP BY ALL HAVING f.completed <> count(*) FILTER (WHERE s.status = 'ok') ORDER BY f.source_file"
+    ).fetchall()
+    if differ:
+        path, completed, ok, requests = differ[0]
+        raise InputFileError(
+            f"{path}: completed: {completed}, but {ok} of its {requests} requests succeeded by vLLM's own rule "
+            "(errors[i] empty and ttfts[i] above 0), so its per-request lists do not describe the run vLLM "
+            "summarised. Benchmark a streaming endpoint (the openai, openai-chat or vllm backends), or move the "
+            f"file out of {run.folder}, and re-run.")
 
 
 def _judge_requests(con: duckdb.DuckDBPyConnection, layout: HomeLayout, run: LoadtestRun) -> None:
