@@ -140,6 +140,8 @@ SELECT
     'integer' AS cached_input_tokens__kind,
     NULL::VARCHAR AS cache_write_tokens__text,
     NULL::VARCHAR AS cache_write_tokens__kind,
+    NULL::VARCHAR AS cache_write_1h_tokens__text,
+    NULL::VARCHAR AS cache_write_1h_tokens__kind,
     output_len ->> '$' AS output_tokens__text,
     output_kind AS output_tokens__kind,
     -- milliseconds to the microsecond, so that 0.57 s is 570 ms and not 569.9999999999999
