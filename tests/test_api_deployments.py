@@ -243,3 +243,84 @@ def test_a_litellm_price_map_outside_the_config_folder_is_refused(home: Path) ->
     path = home / "config" / "costs.yaml"
     path.write_text(path.read_text().replace("litellm_price_map: prices.json", "litellm_price_map: ../prices.json"))
     assert "litellm_price_map '../prices.json' is not a file in" in _config_error(home)
+
+
+def _litellm_record(rid: str, **fields: object) -> dict[str, object]:
+    """A LiteLLM_SpendLogs row as a JSON Lines export writes it (LiteLLM 1.110: zone-less UTC times)."""
+    record = {"request_id": rid, "call_type": "acompletion", "model": "claude-sonnet-4-5-20250929",
+              "model_group": "claude", "custom_llm_provider": "anthropic", "startTime": "2026-11-16 09:00:00",
+              "completionStartTime": "2026-11-16 09:00:00.400", "endTime": "2026-11-16 09:00:02",
+              "team_id": "team-c", "status": "success", "messages": [{"role": "user", "content": "secret"}]}
+    record.update(fields)
+    return record
+
+
+@pytest.fixture(scope="module")
+def mixed_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Canonical logs for a self-hosted model, a LiteLLM spend log for an API model and a FOCUS bill, one day."""
+    from tests.conftest import SLO_YAML
+
+    mp = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("mixed") / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "raw" / "billing").mkdir(parents=True)
+    (home / "config" / "slo.yaml").write_text(SLO_YAML)
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    _api_home(home)
+    write_jsonl(gateway_dir(home, DAY) / "gateway.jsonl", [request("m1"), request("m2", tenant_id="team-c")])
+    write_jsonl(home / "raw" / "litellm" / f"dt={DAY}" / "spend.jsonl", [
+        # 5,000 prompt tokens including 3,000 cache reads and 1,000 cache writes; 200 output; TTFT 400 ms; LiteLLM
+        # says it cost 0.02
+        _litellm_record("chatcmpl-1", prompt_tokens=5000, completion_tokens=200, spend=0.02,
+                        metadata={"usage_object": {"cache_read_input_tokens": 3000,
+                                                   "cache_creation_input_tokens": 1000}}),
+        # a 429 from the provider: rejected, no usage
+        _litellm_record("chatcmpl-2", status="failure", prompt_tokens=0, completion_tokens=0, spend=0,
+                        completionStartTime=None,
+                        metadata={"error_information": {"error_code": "429", "error_class": "RateLimitError"}}),
+    ])
+    with (home / "raw" / "billing" / "focus.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
+                    "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId",
+                    "Tags"])
+        for cost, service, tag in (("480.00", "Compute", "m70-h100"), ("10.00", "Networking", "shared"),
+                                   ("7.00", "AI and Machine Learning", "claude-api")):
+            w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", cost, cost, "USD", "Usage",
+                        service, "svc", "r-1", "sku", json.dumps({"tokenledger:deployment": tag})])
+    result = materialize(DAY)
+    assert result.success, failure_text(result)
+    yield home
+    mp.undo()
+
+
+def test_a_mixed_day_publishes_one_consistent_set_of_finance_tables(mixed_day: Path) -> None:
+    # claude-api from the LiteLLM log: uncached 5,000 - 3,000 - 1,000 = 1,000 * 3 + 3,000 * 0.30 + 1,000 * 3.75
+    # + 200 * 15 = 10,650 per 1M = 0.01065 USD; the 429 reached no model and costs nothing
+    claude_cost = Decimal("0.01065")
+    (rec,) = rows(mixed_day, "finance", "cost_reconciliation_daily", DAY)
+    # the bill: 480 (m70, tagged) + 10 (shared, spread over GPU-hours: API deployments have none) + 7 (tagged to
+    # claude-api: unallocated, its cost is the price sheet's) = 497 = 490 allocated + 7 unallocated
+    assert (rec["billed_effective_cost"], rec["allocated_cost"], rec["unallocated_cost"]) \
+        == (Decimal("497"), Decimal("490"), Decimal("7"))
+    assert rec["balanced"] is True and rec["api_cost"] == claude_cost
+    costs = {r["deployment_id"]: r for r in rows(mixed_day, "finance", "cost_per_mtok_daily", DAY)}
+    claude = costs["claude-api"]
+    assert claude["cost_total"] == claude["cost_api"] == claude_cost
+    assert (claude["input_total"], claude["input_cached"], claude["input_cache_write"], claude["output_tokens"]) \
+        == (5000, 3000, 1000, 200)
+    # LiteLLM's own spend is kept beside: 0.02, 0.00935 above tokenledger's figure
+    assert claude["source_cost"] == Decimal("0.02")
+    assert claude["source_cost_difference"] == Decimal("-0.00935")
+    # LiteLLM measures latency: judged, TTFT 400 ms within 2,500 ms (4k+ bucket), so under SLO
+    assert claude["compliant_output_tokens"] == 200
+    assert claude["cost_per_mtok_goodput"] == pytest.approx(0.01065 / 200 * 1e6)
+    assert costs["m70-h100"]["kind"] == "gpu" and costs["m70-h100"]["source_cost"] is None
+    assert sum(r["cost_total"] for r in costs.values()) == rec["deployment_cost"]
+    # team-c used both: its showback rows carry both models, each costed its own way
+    team_c = {r["model"]: r["cost"] for r in rows(mixed_day, "finance", "tenant_showback_daily", DAY,
+                                                  "tenant_id = 'team-c'")}
+    assert team_c["claude"] == claude_cost and team_c["m70"] > 0
+    reconciliation = {r["source"]: r for r in rows(mixed_day, "quality", "ingest_reconciliation_daily", DAY)}
+    assert (reconciliation["litellm"]["rows_read"], reconciliation["litellm"]["rows_accepted"]) == (2, 2)
+    assert all(r["balanced"] for r in reconciliation.values())
