@@ -39,6 +39,6 @@ class Adapter:
 
 def adapters() -> dict[str, Adapter]:
     """Every adapter by source name (imported here, not at module load, to keep the modules independent)."""
-    from tokenledger.adapters import litellm
+    from tokenledger.adapters import litellm, openai
 
-    return {a.name: a for a in (litellm.ADAPTER,)}
+    return {a.name: a for a in (litellm.ADAPTER, openai.ADAPTER)}
