@@ -422,6 +422,9 @@ def test_records_that_are_not_requests_are_not_held_against_the_tolerance(landed
     assert "2026-11-16 litellm: 1 of 11 rows" in tolerance.description
     assert "2026-11-16 openai: 2 of 13 rows" in tolerance.description
     assert "2026-11-17" not in tolerance.description
+    # The warning still lists every quarantined row, those that are not requests included.
+    warning = checks["quarantine_empty"].description
+    assert "2026-11-17 anthropic: 3 row(s) quarantined (not a request record 3)" in warning
 
 
 def test_prompt_and_reply_text_are_never_stored(landed: tuple[Path, Any]) -> None:
