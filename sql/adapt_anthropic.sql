@@ -50,7 +50,8 @@ SELECT
                  'call; counted here, never accounted'
         WHEN not_request
             THEN format('not a request record: type {} is a record Claude Code writes beside the model''s replies '
-                        '(only assistant records and Messages are requests); counted here, never accounted', type)
+                        '(only assistant records and Messages are requests); counted here, never accounted',
+                        left(type, 64))
         WHEN type = 'error'
             THEN format('type: error: an error body ({}) has no model, message id or usage to account the failed '
                         'call by', coalesce('error.type ' || error_type, 'no error.type'))
