@@ -17,6 +17,7 @@ import duckdb
 from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
+from tokenledger.adapters import NOT_A_REQUEST
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path
@@ -96,20 +97,25 @@ def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledge
 
 
 def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutionContext) -> list[tuple]:
-    """Per day and source: rows read, rows quarantined and the commonest reasons (field: rule, without values)."""
+    """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
+    how many of the quarantined rows are not request records (tokenledger.adapters.NOT_A_REQUEST)."""
     return duckdb.connect().execute(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
         # 'field: rule' reasons count by field; the others (a line that is not JSON) by their text before '('.
-        "q AS (SELECT day, source, CASE WHEN regexp_matches(reason, '^\\w+:') "
+        "q AS (SELECT day, source, CASE WHEN starts_with(reason, $not_request) THEN $not_request "
+        "      WHEN regexp_matches(reason, '^\\w+:') "
         "      THEN regexp_extract(reason, '^(\\w+):', 1) ELSE trim(regexp_replace(reason, '\\(.*', '')) END "
         "      AS field, count(*) AS n "
         "      FROM read_parquet($quarantine) GROUP BY ALL) "
         "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
         "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC, field) FROM q "
-        "        WHERE q.day = r.day AND q.source = r.source) "
+        "        WHERE q.day = r.day AND q.source = r.source), "
+        "       (SELECT coalesce(sum(n), 0) FROM q WHERE q.day = r.day AND q.source = r.source "
+        "        AND q.field = $not_request) "
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
-         "quarantine": _day_files(ledger, "quality", "quarantine", context)}).fetchall()
+         "quarantine": _day_files(ledger, "quality", "quarantine", context),
+         "not_request": NOT_A_REQUEST}).fetchall()
 
 
 @dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
@@ -120,8 +126,11 @@ def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: 
                                 ) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
     limit = ledger.max_quarantine_share
-    over = [(d, s, read, quarantined, reasons) for d, s, read, quarantined, reasons in rows
-            if read and quarantined / read > limit]
+    # Records a source writes beside its requests (Claude Code's prompts) are quarantined to be counted, not held
+    # against the limit: they are not requests that failed to be read.
+    over = [(d, s, read, quarantined - not_requests, reasons)
+            for d, s, read, quarantined, reasons, not_requests in rows
+            if read and (quarantined - not_requests) / read > limit]
     examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}"
                 for d, s, r, q, reasons in over]
     return dg.AssetCheckResult(
@@ -141,7 +150,7 @@ def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: 
                 description="Warns when any row was quarantined, with the count per source and field.")
 def quarantine_empty(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
-    found = [(d, s, q, reasons) for d, s, _read, q, reasons in rows if q]
+    found = [(d, s, q, reasons) for d, s, _read, q, reasons, _not_requests in rows if q]
     return dg.AssetCheckResult(
         passed=not found, severity=dg.AssetCheckSeverity.WARN,
         description=("; ".join(f"{d} {s}: {q:,} row(s) quarantined ({reasons})" for d, s, q, reasons in found)

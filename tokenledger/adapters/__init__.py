@@ -22,6 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# How the quarantine reason of a record that is not a request begins (a Claude Code prompt or summary, written
+# beside the model's replies): quarantined so that it is counted (rows read = accepted + quarantined + merged),
+# but not held against max_quarantine_share (assets/checks.py), since no request was lost.
+NOT_A_REQUEST = "not a request record"
+
 
 @dataclass(frozen=True)
 class Adapter:
@@ -39,6 +44,6 @@ class Adapter:
 
 def adapters() -> dict[str, Adapter]:
     """Every adapter by source name (imported here, not at module load, to keep the modules independent)."""
-    from tokenledger.adapters import litellm
+    from tokenledger.adapters import anthropic, litellm, openai
 
-    return {a.name: a for a in (litellm.ADAPTER,)}
+    return {a.name: a for a in (litellm.ADAPTER, openai.ADAPTER, anthropic.ADAPTER)}
