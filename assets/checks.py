@@ -179,6 +179,29 @@ def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
     )
 
 
+@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=False, partitions_def=daily_partitions,
+                additional_deps=[dg.AssetKey(["core", "deployments_daily"])],
+                description="Every deployment in force on the day served at least one request (a warning: a model "
+                            "may be idle, but a silent one is often a log that never arrived).")
+def deployments_with_requests(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+                              ) -> dg.AssetCheckResult:
+    silent = duckdb.connect().execute(
+        "SELECT d.day, d.model, d.deployment_id FROM read_parquet($deployments) d "
+        "ANTI JOIN read_parquet($requests) r ON r.day = d.day AND r.deployment_id = d.deployment_id "
+        "GROUP BY ALL ORDER BY ALL",
+        {"requests": _day_files(ledger, "core", "gateway_requests", context),
+         "deployments": _day_files(ledger, "core", "deployments_daily", context)}).fetchall()
+    return dg.AssetCheckResult(
+        passed=not silent, severity=dg.AssetCheckSeverity.WARN,
+        description=("deployments in force with no request that day: " + "; ".join(
+            f"{d} {dep} (model {m})" for d, m, dep in silent[:10])
+            + (f" and {len(silent) - 10} more" if len(silent) > 10 else "")
+            + ". If they served traffic, their logs are missing: land them and re-run the day." if silent
+            else "every deployment in force served requests"),
+        metadata={"deployments_without_requests": len(silent)},
+    )
+
+
 def freshness_verdict(day: date, now: datetime, deadline: datetime, has_data: bool, what: str) -> tuple[bool, str]:
     """A day's input is late when it is missing after its deadline; running before the deadline is flagged too."""
     if has_data and now >= deadline:

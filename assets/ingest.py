@@ -41,8 +41,8 @@ def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     the contract go to quality.quarantine. Definition: spec/inputs.md, Gateway request log.
     """
     return for_each_day(
-        context, ledger, lambda con, window, scratch: _counts(ingest_gateway_day(con, ledger.layout, window,
-                                                                                  scratch)))
+        context, ledger, lambda con, window, scratch: _counts(ingest_gateway_day(
+            con, ledger.layout, window, scratch, idle=ledger.is_idle(window.day))))
 
 
 @dg.asset(key=["core", "billing_charges"], kinds={"duckdb", "parquet"}, **_DAILY)

@@ -50,6 +50,10 @@ class LedgerResource(dg.ConfigurableResource):
     # the next day, billing this many hours after the day ends (FOCUS exports lag usage by a day or more).
     logs_complete_hour_utc: int = 4
     billing_complete_after_hours: int = 36
+    # Days known to have had no traffic (ISO dates, comma-separated, or `all`), which may be published without a
+    # single request log; any other day without logs fails (a missing upload must not look like a quiet day).
+    # Also read from TOKENLEDGER_IDLE_DAYS at run time (what `tokenledger run --idle` sets).
+    idle_days: str | None = None
 
     _held: ExitStack | None = PrivateAttr(default=None)
 
@@ -79,6 +83,12 @@ class LedgerResource(dg.ConfigurableResource):
         if self._held is not None:
             self._held.close()
             self._held = None
+
+    def is_idle(self, day: date) -> bool:
+        """Whether the user declared `day` idle (idle_days, or TOKENLEDGER_IDLE_DAYS)."""
+        declared = ",".join(filter(None, (self.idle_days, os.getenv("TOKENLEDGER_IDLE_DAYS"))))
+        entries = {e.strip() for e in declared.split(",") if e.strip()}
+        return "all" in entries or day.isoformat() in entries
 
     @property
     def layout(self) -> HomeLayout:

@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import failure_text, gateway_dir, lenient, materialize, request, rows, write_jsonl
 
@@ -163,8 +164,23 @@ def test_a_late_file_is_included_when_the_day_runs_again(home: Path) -> None:
         == (32, 15, 12, 5)
 
 
-def test_an_empty_day_publishes_empty_tables(home: Path) -> None:
-    assert materialize("2026-11-20").success
+def test_a_day_without_any_request_log_fails_unless_declared_idle(home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = materialize("2026-11-20")
+    assert not failed.success
+    assert ("2026-11-20: no request logs for 2026-11-20: none of " + str(home / "raw" / "gateway" / "dt=2026-11-20")
+            in failure_text(failed))
+    assert "declare it idle: tokenledger run --idle" in failure_text(failed)
+    assert not (home / "exports").exists()
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "2026-11-20")
+    result = materialize("2026-11-20")
+    assert result.success
+    warnings = {e.event_specific_data.asset_check_key.name: e.event_specific_data for e in result.all_events
+                if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    # an idle day's deployments served nothing: a warning naming them, not a failure
+    assert not warnings["deployments_with_requests"].passed
+    assert warnings["deployments_with_requests"].description.startswith(
+        "deployments in force with no request that day: 2026-11-20 m70-h100 (model m70); 2026-11-20 m8-onprem")
     assert rows(home, "core", "gateway_requests", "2026-11-20") == []
     recon = rows(home, "quality", "ingest_reconciliation_daily", "2026-11-20", where="source = 'gateway'")[0]
     assert recon["rows_read"] == 0 and recon["balanced"]

@@ -235,26 +235,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     if end < args.start:
         print(f"--end {end} is before --start {args.start}", file=sys.stderr)
         return 2
+    if args.idle:
+        os.environ["TOKENLEDGER_IDLE_DAYS"] = ",".join(
+            (args.start + timedelta(days=i)).isoformat() for i in range((end - args.start).days + 1))
     return run_days(args.home, args.start, end, verbose=args.verbose)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     layout = use_home(args.home)
-    print(f"Dagster UI for {layout.home} on http://127.0.0.1:{args.port} (Ctrl-C to stop)")
-    command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-p", str(args.port)]
+    print(f"Dagster UI for {layout.home} on http://{args.host}:{args.port} (Ctrl-C to stop)")
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-h", args.host,
+               "-p", str(args.port)]
     return subprocess.call(command, cwd=PROJECT_ROOT)
+
+
+def _home_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--home, defaulting to TOKENLEDGER_HOME (required when neither is given)."""
+    default = os.getenv("TOKENLEDGER_HOME")
+    parser.add_argument("--home", type=Path, default=Path(default) if default else None, required=not default,
+                        help=f"{what} (default: $TOKENLEDGER_HOME{', now ' + default if default else ', unset'})")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tokenledger")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenledger", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"tokenledger {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="write a deterministic, realistic sample landing zone")
-    gen.add_argument("--home", type=Path, required=True)
-    gen.add_argument("--start", type=_day, required=True)
-    gen.add_argument("--days", type=int, default=7)
-    gen.add_argument("--requests-per-day", type=int, default=200_000)
-    gen.add_argument("--seed", type=int, default=7)
+    _home_option(gen, "the home to write raw/ and config/ into (created if missing)")
+    gen.add_argument("--start", type=_day, required=True, help="the first UTC day to generate (YYYY-MM-DD)")
+    gen.add_argument("--days", type=int, default=7, help="how many days from --start (default: 7)")
+    gen.add_argument("--requests-per-day", type=int, default=200_000,
+                     help="requests on a weekday; weekends carry about 60%% (default: 200,000)")
+    gen.add_argument("--seed", type=int, default=7, help="the same seed gives byte-identical files (default: 7)")
     gen.add_argument("--bad-rows-per-day", type=int, default=8,
                      help="deliberately invalid rows per day, one of each kind, to show the quarantine")
     gen.add_argument("--with-loadtest", action="store_true",
@@ -262,15 +284,20 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     run = sub.add_parser("run", help="materialize every asset of a range of days, checks included")
-    run.add_argument("--home", type=Path, required=True)
-    run.add_argument("--start", type=_day, required=True)
+    _home_option(run, "the home whose days to run")
+    run.add_argument("--start", type=_day, required=True, help="the first UTC day to run (YYYY-MM-DD)")
     run.add_argument("--end", type=_day, help="last day, inclusive (default: --start)")
+    run.add_argument("--idle", action="store_true",
+                     help="the range's days may have no request logs at all (known idle days); without it such a "
+                          "day fails, so a missing upload is never published as a day without traffic")
     run.add_argument("--verbose", action="store_true", help="show Dagster's event log while running")
     run.set_defaults(func=cmd_run)
 
     ui = sub.add_parser("ui", help="open the Dagster UI on a home")
-    ui.add_argument("--home", type=Path, required=True)
-    ui.add_argument("--port", type=int, default=3000)
+    _home_option(ui, "the home whose Dagster instance and assets to show")
+    ui.add_argument("--host", default="127.0.0.1",
+                    help="the address to listen on (default: 127.0.0.1; 0.0.0.0 to reach it from elsewhere)")
+    ui.add_argument("--port", type=int, default=3000, help="the port to listen on (default: 3000)")
     ui.set_defaults(func=cmd_ui)
     return parser
 

@@ -273,12 +273,14 @@ def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile]
 
 
 def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                       scratch: Path) -> list[IngestCounts]:
+                       scratch: Path, idle: bool = False) -> list[IngestCounts]:
     """Type, judge, resolve and de-duplicate one day of requests from every source into core.gateway_requests.
 
     Sources are read in a fixed order (the canonical gateway logs, then each adapter's folder), files by name
     within each; that order decides which copy of a duplicate wins a tie. Returns a reconciliation per source:
-    the canonical one always, an adapter's when its folder for the day exists."""
+    the canonical one always, an adapter's when its folder for the day exists. A day with no request file in any
+    source stops with a LedgerError unless the user declared it `idle`: a missing upload must not be published
+    as a day without traffic."""
     staged: list[Path] = []
     present = [CANONICAL]
     for name, (title, formats, adapter) in request_sources().items():
@@ -287,6 +289,13 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
             present.append(name)
         files = landing_files(folder, formats, title)
         staged += stage_gateway_files(con, files, scratch / "gateway" / name, adapter, first_index=len(staged))
+    if not staged and not idle:
+        folders = ", ".join(str(layout.source_day_dir(name, window.day)) for name in request_sources())
+        raise LedgerError(
+            f"no request logs for {window.day}: none of {folders} holds a file. Publishing the day would report "
+            "a day without traffic. If the logs are late, land them and re-run the day; if the day really had "
+            f"no traffic, declare it idle: tokenledger run --idle (or TOKENLEDGER_IDLE_DAYS={window.day}, or the "
+            "ledger resource's idle_days).")
     failpoint("ingest:staged")
     deployments = lake.day_file(layout.lake, "core", "deployments_daily", window.day)
     con.execute(f"CREATE OR REPLACE TEMP VIEW deployments_day AS SELECT * FROM read_parquet({sql_path(deployments)})")
