@@ -17,6 +17,7 @@ import dagster as dg
 
 from assets import accounting, capacity, checks, cost, ingest, publish, quality, trend
 from pipelines.jobs import daily_pipeline
+from pipelines.progress import step_progress
 from pipelines.resources import ledger_resource
 from pipelines.schedules import daily_schedule
 from pipelines.sensors import late_data_sensor
@@ -30,4 +31,5 @@ defs = dg.Definitions(
     resources={"ledger": ledger_resource()},
     # One process per run: steps already use every core through DuckDB, and GX is imported once per run.
     executor=dg.in_process_executor,
+    loggers={"console": dg.colored_console_logger, "progress": step_progress},
 )

@@ -190,7 +190,8 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     _check_range(start, end)
 
     job = defs.resolve_job_def("daily_pipeline")
-    run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}}
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}},
+                              **({} if verbose else {"progress": {}})}}
     failed: dict[date, list[str]] = {}
     views_problem = None
     # The first process to open a new instance creates its SQLite storage; runs started together must not race.
@@ -199,6 +200,8 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     with instance:
         day = start
         while day <= end:
+            if not verbose:
+                print(f"{day}  running", flush=True)
             try:
                 result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
                                                 raise_on_error=False, run_config=run_config)
