@@ -18,7 +18,7 @@ from assets.accounting import usage_hourly
 from assets.cost import cost_per_mtok_daily
 from assets.daily import for_each_day
 from assets.ingest import deployments_daily, gateway_requests
-from pipelines.partitions import daily_partitions, single_run
+from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
 from tokenledger.capacity import (
     build_capacity_daily,
@@ -27,6 +27,7 @@ from tokenledger.capacity import (
     build_capacity_windows,
     build_load_hourly,
     build_loadtest_steps,
+    report_paths,
 )
 from tokenledger.ingest import DayWindow
 
@@ -119,6 +120,11 @@ def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -
     Grain: one report per UTC day. Source: the day's published infra and finance tables and the $/MTok under SLO
     of every published day up to it. Definition: spec/published.md, Reports.
     """
-    return for_each_day(context, ledger,
-                        lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id),
-                        needs_config=True)
+    result = for_each_day(context, ledger,
+                          lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id),
+                          needs_config=True)
+    # The catalog shows the last day's report: its path, and the Markdown version as a preview.
+    html_path, md_path = report_paths(ledger.layout, days_of(context)[-1])
+    preview = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
+    return dg.MaterializeResult(metadata={**(result.metadata or {}), "path": dg.MetadataValue.path(str(html_path)),
+                                          "preview": dg.MetadataValue.md(preview[:20_000])})

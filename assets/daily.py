@@ -39,7 +39,7 @@ def for_each_day(context: dg.AssetExecutionContext, ledger: LedgerResource, fn: 
     except (LedgerError, OSError, duckdb.Error) as exc:
         failed = days[len(per_day)] if len(per_day) < len(days) else days[-1]
         raise_as_failure(exc, f"{failed}: ", f"{context.asset_key.to_user_string()} computed {failed}")
-    return dg.MaterializeResult(metadata=_summary(per_day))
+    return dg.MaterializeResult(metadata={**_summary(per_day), **catalog_metadata(ledger, context.asset_key, days)})
 
 
 def raise_as_failure(exc: Exception, prefix: str, doing: str) -> None:
@@ -60,12 +60,19 @@ def user_errors(doing: str, prefix: str = "") -> Iterator[None]:
         raise_as_failure(exc, prefix, doing)
 
 
+def _additive(key: str) -> bool:
+    """Whether a per-day figure adds up over days: counts of rows, lines and requests do; gauges (runs measured,
+    GPUs needed, a price version) do not, and a multi-day run reports them per day only."""
+    return key == "rows" or key.startswith("rows_") or key.endswith(("_rows", "_lines", "_requests")) \
+        or key in ("duplicates_merged", "quarantined", "accepted", "read")
+
+
 def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
-    """Metadata for the UI: totals over the run's days, and the days covered."""
+    """Metadata for the UI: the days covered, totals of the additive figures, and every figure per day."""
     totals: dict[str, Any] = {}
     for figures in per_day.values():
         for key, value in figures.items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if _additive(key) and isinstance(value, int | float) and not isinstance(value, bool):
                 totals[key] = totals.get(key, 0) + value
     days = sorted(per_day)
     meta: dict[str, Any] = {"days": len(days)}
@@ -73,4 +80,30 @@ def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
         meta["first_day"] = days[0].isoformat()
         meta["last_day"] = days[-1].isoformat()
     meta.update(totals)
+    if len(days) == 1:
+        meta.update({k: v for k, v in per_day[days[0]].items() if k not in totals})
+    elif days:
+        meta["per_day"] = dg.MetadataValue.json({d.isoformat(): per_day[d] for d in days})
+    if "rows" in totals:
+        meta["dagster/row_count"] = totals["rows"]
+    return meta
+
+
+def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
+    """The catalog's view of a day table: its column schema from the contract (names, types, descriptions) and
+    the path of the run's last day file."""
+    from tokenledger import lake
+    from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
+    from tokenledger.contracts import load_contract
+
+    ref = next((r for r in CORE_TABLES + PUBLISHED_TABLES if [r.schema, r.name] == list(key.path)), None)
+    if ref is None:
+        return {}
+    contract = load_contract(ref.contract_id)
+    table = contract.table(ref.contract_table) if ref.contract_table else contract.table()
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn(c.name, c.physical_type, description=c.description or None) for c in table.columns])
+    meta: dict[str, Any] = {"dagster/column_schema": schema}
+    if days:
+        meta["path"] = dg.MetadataValue.path(str(lake.day_file(ledger.layout.lake, ref.schema, ref.name, days[-1])))
     return meta

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from datetime import UTC, date, timedelta
+from pathlib import Path
 
 import dagster as dg
 
@@ -13,8 +14,38 @@ from tokenledger.errors import ConfigError
 # single_run backfills are what `dagster asset materialize --partition-range` needs; the beta notice is noise.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
+DEFAULT_START_DATE = "2024-01-01"
+
+
+def first_landing_day(raw: Path) -> date | None:
+    """The earliest `dt=YYYY-MM-DD` folder of any request source under `raw` (folder names only are read)."""
+    days = []
+    try:
+        for source in raw.iterdir():
+            if source.is_dir() and source.name not in ("billing", "loadtest"):
+                for folder in source.glob("dt=*"):
+                    try:
+                        days.append(date.fromisoformat(folder.name.removeprefix("dt=")))
+                    except ValueError:
+                        continue
+    except OSError:
+        return None
+    return min(days, default=None)
+
+
+def _start_date() -> str:
+    """TOKENLEDGER_START_DATE, else the home's first landed day, so the UI's partitions start where the data does
+    (and its fill shows real gaps), else 2024-01-01."""
+    if os.getenv("TOKENLEDGER_START_DATE"):
+        return os.environ["TOKENLEDGER_START_DATE"]
+    home = os.getenv("TOKENLEDGER_HOME")
+    raw = os.getenv("TOKENLEDGER_RAW_DIR") or (str(Path(home) / "raw") if home else None)
+    first = first_landing_day(Path(raw)) if raw else None
+    return first.isoformat() if first else DEFAULT_START_DATE
+
+
 # The first day a backfill may reach. Settable because the partition list is fixed when definitions load.
-START_DATE = os.getenv("TOKENLEDGER_START_DATE", "2024-01-01")
+START_DATE = _start_date()
 try:
     FIRST_DAY = date.fromisoformat(START_DATE)
 except ValueError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from datetime import date
 from pathlib import Path
@@ -10,6 +11,10 @@ from typing import Any
 
 import duckdb
 import pytest
+
+# Partitions are fixed when the definitions load, from the first home a process sees unless this is set: tests
+# use many homes in one process, so they pin the default first day.
+os.environ.setdefault("TOKENLEDGER_START_DATE", "2024-01-01")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 FOCUS_SAMPLE = SHARED / "data" / "public" / "focus_1_0_sample" / "focus_sample.csv"

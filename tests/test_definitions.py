@@ -32,3 +32,44 @@ def test_the_daily_job_covers_every_asset_and_check() -> None:
     assert job.asset_layer.executable_asset_keys == set(graph.get_all_asset_keys())
     check_names = {k.name for k in graph.asset_check_keys}
     assert "ingest_reconciliation_balanced" in check_names
+
+
+def test_partitions_start_at_the_first_landed_day(tmp_path) -> None:
+    from datetime import date
+
+    from pipelines.partitions import first_landing_day
+
+    raw = tmp_path / "raw"
+    for folder in ("gateway/dt=2026-11-18", "litellm/dt=2026-11-14", "gateway/dt=not-a-day", "billing/dt=2020-01-01",
+                   "loadtest/dt=2020-01-01"):
+        (raw / folder).mkdir(parents=True)
+    # billing and load tests do not start the partitions: they are not days of requests
+    assert first_landing_day(raw) == date(2026, 11, 14)
+    assert first_landing_day(tmp_path / "missing") is None
+
+
+def test_a_multi_day_run_sums_counts_and_reports_gauges_per_day() -> None:
+    from datetime import date
+
+    from assets.daily import _summary
+
+    meta = _summary({date(2026, 11, 16): {"rows": 10, "runs_measured": 2, "gpus_needed": 12.5},
+                     date(2026, 11, 17): {"rows": 5, "runs_measured": 2, "gpus_needed": 13.0}})
+    assert (meta["rows"], meta["dagster/row_count"], meta["days"]) == (15, 15, 2)
+    assert "runs_measured" not in meta and "gpus_needed" not in meta  # never 4 runs or 25.5 GPUs
+    assert meta["per_day"].data["2026-11-17"] == {"rows": 5, "runs_measured": 2, "gpus_needed": 13.0}
+
+
+def test_a_day_table_shows_its_contract_schema_and_file_in_the_catalog(home) -> None:
+    from datetime import date
+
+    from assets.daily import catalog_metadata
+    from pipelines.resources import LedgerResource
+
+    meta = catalog_metadata(LedgerResource(home=str(home)), dg.AssetKey(["finance", "cost_per_mtok_daily"]),
+                            [date(2026, 11, 16)])
+    columns = {c.name: c for c in meta["dagster/column_schema"].columns}
+    assert columns["cost_per_mtok_goodput"].type == "DOUBLE"
+    assert columns["cost_per_mtok_goodput"].description.startswith("cost_total / compliant_output_tokens * 1e6")
+    assert meta["path"].path == str(home / "lake" / "finance" / "cost_per_mtok_daily" / "day=2026-11-16"
+                                    / "data.parquet")

@@ -247,8 +247,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     layout = use_home(args.home)
     print(f"Dagster UI for {layout.home} on http://{args.host}:{args.port} (Ctrl-C to stop)")
-    command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-h", args.host,
-               "-p", str(args.port)]
+    # Without -m, dagster reads pyproject.toml's [tool.dagster]: the code location is named `tokenledger`.
+    command = [sys.executable, "-m", "dagster", "dev", "-h", args.host, "-p", str(args.port)]
     return subprocess.call(command, cwd=PROJECT_ROOT)
 
 
