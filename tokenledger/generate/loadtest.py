@@ -25,7 +25,15 @@ import numpy as np
 from .fleet import expected_work_s, initial_replicas, requests_of, streams_of
 from .gateway import NODE_INDEX, Traffic, connect, mix64, serve, to_arrow, write_files
 from .latency import mean_queue_ms
-from .scenario import DEPLOYMENT_BY_ID, DEPLOYMENTS, LOADTEST_OUTCOMES, QUEUE_P99_MS, TENANTS, rng_for
+from .scenario import (
+    DEPLOYMENT_BY_ID,
+    DEPLOYMENTS,
+    LOADTEST_OUTCOMES,
+    QUEUE_P99_MS,
+    TENANTS,
+    Deployment,
+    rng_for,
+)
 from .workload import Batch, poisson_times
 
 #: Default steps as utilization of the deployment's capacity at its initial replica count.
@@ -77,6 +85,40 @@ def _iso(d: datetime) -> str:
     return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _scenario_deployment(model: str, deployment_id: str) -> Deployment:
+    dep = DEPLOYMENT_BY_ID.get(deployment_id)
+    if dep is None or dep.model != model:
+        raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    return dep
+
+
+def _run_traffic(deployment_id: str, rates: list[float], step_minutes: int, seed: int, run_key: int,
+                 replicas: int) -> Traffic:
+    """A run's requests, in arrival order (t_ms from the run's start): each rate held ``step_minutes`` with Poisson
+    arrivals of the deployment's production mix, served by ``replicas`` through the production latency model."""
+    minutes = len(rates) * step_minutes
+    rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
+    streams = streams_of(deployment_id)
+    total_share = sum(s.share for s in streams)
+
+    batches = []
+    for s in streams:
+        rng = rng_for(seed, "loadtest", run_key, s.name)
+        t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
+        batches.append(requests_of(rng, s, t))
+    batch = Batch.concat(batches)
+    batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
+    batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
+
+    # replicas' worth of work arriving each minute: each request costs expected_work_s replica-seconds
+    demand = rate_per_minute * expected_work_s(deployment_id)
+    capacity = np.full(minutes, float(replicas))
+    rng = rng_for(seed, "loadtest", run_key, "serve")
+    n = len(batch)
+    dep_index = DEPLOYMENTS.index(DEPLOYMENT_BY_ID[deployment_id])
+    return serve(rng, dep_index, batch, np.zeros(n, dtype=np.uint64), demand, capacity, LOADTEST_OUTCOMES)
+
+
 def generate_loadtest_run(
     home: Path,
     run_id: str,
@@ -101,37 +143,15 @@ def generate_loadtest_run(
     queue, TTFT and ITL commitments break above it. :func:`knee_index` gives the last compliant step (index 3
     for the default steps at rho 0.30, 0.50, 0.65, 0.80, 0.95, 1.10).
     """
-    dep = DEPLOYMENT_BY_ID.get(deployment_id)
-    if dep is None or dep.model != model:
-        raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    dep = _scenario_deployment(model, deployment_id)
     replicas = initial_replicas(deployment_id, requests_per_day)
     home = Path(home)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     rates = default_steps(deployment_id, requests_per_day) if steps is None else [float(r) for r in steps]
-    minutes = len(rates) * step_minutes
-    rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
     run_key = zlib.crc32(run_id.encode())
-    streams = streams_of(deployment_id)
-    total_share = sum(s.share for s in streams)
-
-    batches = []
-    for s in streams:
-        rng = rng_for(seed, "loadtest", run_key, s.name)
-        t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
-        batches.append(requests_of(rng, s, t))
-    batch = Batch.concat(batches)
-    batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
-    batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
-
-    # replicas' worth of work arriving each minute: each request costs expected_work_s replica-seconds
-    demand = rate_per_minute * expected_work_s(deployment_id)
-    capacity = np.full(minutes, float(replicas))
-    rng = rng_for(seed, "loadtest", run_key, "serve")
-    n = len(batch)
-    tr: Traffic = serve(
-        rng, DEPLOYMENTS.index(dep), batch, np.zeros(n, dtype=np.uint64), demand, capacity, LOADTEST_OUTCOMES
-    )
+    tr = _run_traffic(deployment_id, rates, step_minutes, seed, run_key, replicas)
+    n = len(tr)
     keys = _LOADTEST_KEY_OFFSET + (np.uint64(run_key) << np.uint64(30)) + np.arange(n, dtype=np.uint64)
     start_ms = int(start.timestamp() * 1000)
     node = np.full(n, NODE_INDEX["gw-a"], dtype=np.int64)
