@@ -3,7 +3,8 @@
 The scenario (models, deployments, workloads, load shape, latency model) is data in ``scenario.py``. Every day
 is drawn from random streams keyed by (seed, day), so the same arguments give byte-identical files and day D
 does not depend on how many days were generated. On request the first day also holds hosted-API models and their
-request logs in the formats the adapters read (``adapter_logs.py``).
+request logs in the formats the adapters read (``adapter_logs.py``), and a load test can be written as a
+``vllm bench serve`` sweep (``loadtest.generate_vllm_bench_run``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,28 @@ from .billing import write_focus
 from .configs import write_configs
 from .fleet import initial_replicas
 from .gateway import BadRow, DaySummary, generate_day
-from .loadtest import capacity_rps, default_steps, generate_loadtest_run, knee_index, rho_knee
+from .loadtest import (
+    capacity_rps,
+    default_steps,
+    generate_loadtest_run,
+    generate_vllm_bench_run,
+    knee_index,
+    rho_knee,
+)
 
 #: The deployment the demo load-tests (`tokenledger generate --with-loadtest`): the one whose peaks cross capacity.
 DEMO_LOADTEST_MODEL, DEMO_LOADTEST_DEPLOYMENT = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
+#: The demo's `vllm bench serve` sweep (also `--with-loadtest`): the 8B on its L40S at three round request rates, 5
+#: minutes each. The 8B's policy asks a TPOT P99 within 30 ms, which breaks at 2.5 req/s (~0.81 of one replica),
+#: so lambda_slo_max is 2 req/s; 5-minute steps are too short to verify it (30 stable minutes needed).
+DEMO_BENCH_MODEL, DEMO_BENCH_DEPLOYMENT = "llama-3.1-8b-instruct", "llama8b-l40s-onprem"
+DEMO_BENCH_RATES, DEMO_BENCH_STEP_MINUTES = (1.0, 2.0, 2.5), 5
 
 __all__ = [
+    "DEMO_BENCH_DEPLOYMENT",
+    "DEMO_BENCH_MODEL",
+    "DEMO_BENCH_RATES",
+    "DEMO_BENCH_STEP_MINUTES",
     "DEMO_LOADTEST_DEPLOYMENT",
     "DEMO_LOADTEST_MODEL",
     "BadRow",
@@ -33,6 +50,7 @@ __all__ = [
     "default_steps",
     "generate_landing_zone",
     "generate_loadtest_run",
+    "generate_vllm_bench_run",
     "initial_replicas",
     "knee_index",
     "rho_knee",
