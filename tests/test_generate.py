@@ -1,7 +1,8 @@
-"""Tests of the synthetic landing zone: contracts, calibration targets, billing shape and the load-test knee.
+"""Tests of the synthetic landing zone: contracts, calibration targets, billing shape and the load-test knee, and
+the first day's hosted-API logs in the adapters' formats.
 
 One week at 20,000 requests per weekday is generated once per module; everything is asserted with DuckDB over
-the written files, the way the pipeline will read them.
+the written files, the way the pipeline will read them (the adapter formats with json, record by record).
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ import pytest
 import yaml
 
 from tokenledger.generate import (
+    DEMO_BENCH_DEPLOYMENT,
+    DEMO_BENCH_MODEL,
+    DEMO_BENCH_RATES,
+    DEMO_BENCH_STEP_MINUTES,
     GenerateSummary,
     capacity_rps,
     default_steps,
     generate_landing_zone,
     generate_loadtest_run,
+    generate_vllm_bench_run,
     initial_replicas,
     knee_index,
 )
@@ -386,3 +392,141 @@ def test_loadtest_knee(tmp_path: Path) -> None:
     ttft, queue = zip(*p99, strict=True)
     assert all(t <= 1000 for t in ttft[: knee + 1]) and all(t > 1000 for t in ttft[knee + 1 :])
     assert all(q <= 300 for q in queue[: knee + 1]) and all(q > 300 for q in queue[knee + 1 :])
+
+
+# --- the first day's hosted-API logs in the adapters' formats (`tokenledger generate`, unless --canonical-only) ---
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory: pytest.TempPathFactory) -> GenerateSummary:
+    return generate_landing_zone(tmp_path_factory.mktemp("other"), START, 2, 2_000, SEED, bad_rows_per_day=0,
+                                 other_formats=True)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_other_formats_add_three_api_deployments_priced_per_token_class(other: GenerateSummary) -> None:
+    config = other.home / "config"
+    deployments = yaml.safe_load((config / "deployments.yaml").read_text())["deployments"]
+    apis = {d["deployment_id"]: d for d in deployments if d.get("kind") == "api"}
+    assert {(d["model"], d["provider"], d["price_sheet"], d["rate_limit_rpm"]) for d in apis.values()} == {
+        ("claude-haiku-4-5", "anthropic", "claude-haiku-4-5", 50),
+        ("gpt-5-mini-2025-08-07", "openai", "gpt-5-mini", 5_000),
+        ("claude-sonnet-4-5-20250929", "anthropic", "claude-sonnet-4-5", 4_000),
+    }
+    assert not any("gpus" in d or "gpu_type" in d for d in apis.values())
+    costs = yaml.safe_load((config / "costs.yaml").read_text())["versions"][0]
+    assert costs["api_prices"]["claude-sonnet-4-5"] == {"input_per_mtok": 3.0, "cache_read_per_mtok": 0.3,
+                                                        "cache_write_per_mtok": 3.75, "cache_write_1h_per_mtok": 6.0,
+                                                        "output_per_mtok": 15.0}
+    assert costs["api_prices"]["gpt-5-mini"] == {"litellm": "gpt-5-mini"}
+    price_map = json.loads((config / costs["litellm_price_map"]).read_text())
+    per_mtok = {k: {p: round(v * 1e6, 6) for p, v in e.items() if "cost" in p}
+                for k, e in price_map.items()}
+    assert per_mtok["claude-haiku-4-5"] == {"input_cost_per_token": 1.0, "cache_read_input_token_cost": 0.1,
+                                            "cache_creation_input_token_cost": 1.25,
+                                            "cache_creation_input_token_cost_above_1hr": 2.0,
+                                            "output_cost_per_token": 5.0}
+    assert per_mtok["gpt-5-mini"] == {"input_cost_per_token": 0.25, "cache_read_input_token_cost": 0.025,
+                                      "output_cost_per_token": 2.0}
+
+
+def test_litellm_spend_log_of_the_first_day(other: GenerateSummary) -> None:
+    path = other.home / "raw" / "litellm" / f"dt={START}" / "spend_logs.jsonl"
+    rows = _jsonl(path)
+    # 480 steady calls and a batch job's 58 in the minute 14:07; the organization may send 50 a minute, so 8 fail.
+    assert len(rows) == 480 + 58
+    failed = [r for r in rows if r["status"] == "failure"]
+    assert len(failed) == 58 - 50
+    assert {r["metadata"]["error_information"]["error_code"] for r in failed} == {"429"}
+    assert {r["startTime"][11:16] for r in failed} == {"14:07"}
+    assert sum(r["startTime"][11:16] == "14:07" for r in rows) == 58
+    ok = [r for r in rows if r["status"] == "success"]
+    for r in ok:
+        usage = r["metadata"]["usage_object"]
+        read, write = usage["prompt_tokens_details"]["cached_tokens"], usage["cache_creation_input_tokens"]
+        assert sorted((read, write)) == [0, 4_608]  # the system prompt: read within five minutes, else written
+        uncached = r["prompt_tokens"] - read - write
+        assert uncached > 0
+        # LiteLLM's spend at the map's prices: 1 uncached, 0.10 read, 1.25 written, 5 output per 1M tokens
+        assert r["spend"] == pytest.approx((uncached + 0.1 * read + 1.25 * write + 5 * r["completion_tokens"]) / 1e6)
+        assert r["startTime"] < r["completionStartTime"] < r["endTime"]
+    assert sum(r["metadata"]["usage_object"]["cache_creation_input_tokens"] > 0 for r in ok) < 20
+    assert not (other.home / "raw" / "litellm" / f"dt={START + timedelta(days=1)}").exists()
+
+
+def test_openai_objects_of_the_first_day(other: GenerateSummary) -> None:
+    objects = _jsonl(other.home / "raw" / "openai" / f"dt={START}" / "responses.jsonl")
+    assert len(objects) == 240 + 160
+    assert sum(o["object"] == "chat.completion" for o in objects) == 240
+    failed = [o for o in objects if o["object"] == "response" and o["status"] == "failed"]
+    assert len(failed) == 2 and all(o["usage"] is None for o in failed)
+    for o in objects:
+        if o["usage"] is None:
+            continue
+        chat = o["object"] == "chat.completion"
+        u = o["usage"]
+        cached = (u["prompt_tokens_details"] if chat else u["input_tokens_details"])["cached_tokens"]
+        reasoning = (u["completion_tokens_details"] if chat else u["output_tokens_details"])["reasoning_tokens"]
+        prompt, output = (u["prompt_tokens"], u["completion_tokens"]) if chat else (u["input_tokens"],
+                                                                                    u["output_tokens"])
+        assert cached == 0 or (cached >= 1_024 and cached % 128 == 0 and cached <= prompt)
+        assert reasoning % 64 == 0 and reasoning < output
+        day_start = datetime.combine(START, datetime.min.time(), tzinfo=UTC).timestamp()
+        assert 0 <= (o["created"] if chat else o["created_at"]) - day_start < 86_400
+    assert {o["metadata"]["tenant_id"] for o in objects if o["object"] == "response"} == {
+        "team-search", "acme-corp", "agent-platform"}
+
+
+def test_claude_code_sessions_of_the_first_day(other: GenerateSummary) -> None:
+    files = sorted((other.home / "raw" / "anthropic" / f"dt={START}").glob("*.jsonl"))
+    assert len(files) == 6
+    for path in files:
+        records = _jsonl(path)
+        assert {r["sessionId"] for r in records if "sessionId" in r} == {path.stem}
+        kinds = [r["type"] for r in records]
+        # a prompt and 19 tool results; 20 replies, each one record per content block; a summary at the end
+        assert (kinds.count("user"), kinds.count("summary"), kinds[-1]) == (20, 1, "summary")
+        replies: dict[str, list[dict]] = {}
+        for r in records:
+            if r["type"] == "assistant":
+                replies.setdefault(r["message"]["id"], []).append(r["message"])
+        assert len(replies) == 20 and 20 <= kinds.count("assistant") <= 60
+        previous_total = None
+        for i, copies in enumerate(replies.values()):
+            final = copies[-1]
+            assert [m["stop_reason"] for m in copies[:-1]] == [None] * (len(copies) - 1)
+            assert final["stop_reason"] == ("end_turn" if i == 19 else "tool_use")
+            assert all(m["usage"]["cache_read_input_tokens"] == final["usage"]["cache_read_input_tokens"]
+                       for m in copies)
+            assert max(m["usage"]["output_tokens"] for m in copies) == final["usage"]["output_tokens"]
+            u = final["usage"]
+            ttl = u["cache_creation"]
+            # the first reply writes the prompt for an hour; each later one reads all the earlier context back
+            if i == 0:
+                assert (u["cache_read_input_tokens"], ttl["ephemeral_5m_input_tokens"]) == (0, 0)
+                assert ttl["ephemeral_1h_input_tokens"] == u["cache_creation_input_tokens"] > 17_408
+            else:
+                assert u["cache_read_input_tokens"] == previous_total and ttl["ephemeral_1h_input_tokens"] == 0
+            previous_total = u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+    logs = [log for log in other.other_format_logs if log.source == "anthropic"]
+    assert sum(log.requests for log in logs) == 6 * 20
+    assert sum(log.records for log in logs) == sum(len(p.read_text().splitlines()) for p in files)
+
+
+def test_other_formats_are_byte_identical_and_leave_the_canonical_files_as_they_were(tmp_path: Path) -> None:
+    bench = (DEMO_BENCH_MODEL, DEMO_BENCH_DEPLOYMENT, datetime(2026, 11, 16, 5, tzinfo=UTC),
+             list(DEMO_BENCH_RATES), DEMO_BENCH_STEP_MINUTES, SEED)
+    digests = []
+    for name in ("a", "b"):
+        z = generate_landing_zone(tmp_path / name, START, 1, 1_000, SEED, bad_rows_per_day=0, other_formats=True)
+        generate_vllm_bench_run(z.home, "bench-8b", *bench)
+        digests.append(_digests(z.home))
+    assert digests[0] == digests[1]
+    assert {k.split("/")[1] for k in digests[0] if k.startswith("raw/")} == {
+        "gateway", "billing", "litellm", "openai", "anthropic", "loadtest"}
+    plain = _digests(generate_landing_zone(tmp_path / "plain", START, 1, 1_000, SEED, bad_rows_per_day=0).home)
+    changed = {k for k, v in plain.items() if digests[0][k] != v}
+    assert changed == {"config/deployments.yaml", "config/costs.yaml"}  # the API models and their prices added

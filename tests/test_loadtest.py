@@ -4,6 +4,7 @@ run.yaml files that break their contract."""
 from __future__ import annotations
 
 import gzip
+import json
 import math
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -18,7 +19,18 @@ from tokenledger.config import load_config
 from tokenledger.contracts import load_contract, sql_literal
 from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
-from tokenledger.generate import default_steps, generate_loadtest_run, initial_replicas, knee_index
+from tokenledger.generate import (
+    DEMO_BENCH_DEPLOYMENT,
+    DEMO_BENCH_MODEL,
+    DEMO_BENCH_RATES,
+    DEMO_BENCH_STEP_MINUTES,
+    capacity_rps,
+    default_steps,
+    generate_loadtest_run,
+    generate_vllm_bench_run,
+    initial_replicas,
+    knee_index,
+)
 from tokenledger.generate.configs import write_configs
 from tokenledger.loadtest import loadtest_results, write_loadtest_steps
 from tokenledger.paths import HomeLayout
@@ -339,3 +351,38 @@ def test_generate_with_loadtest_writes_the_demo_run(tmp_path: Path) -> None:
     ends = [datetime.fromisoformat(str(s["end"]).replace("Z", "+00:00")) for s in run["steps"]]
     assert starts[0] == datetime(2026, 11, 16, 1, tzinfo=UTC)
     assert all((e - s).total_seconds() == 36 * 60 for s, e in zip(starts, ends, strict=True))
+    # and, at 05:00 on the 8B, the vllm bench sweep below
+    bench = yaml.safe_load((home / "raw" / "loadtest" / "bench-2026-11-16-llama8b" / "run.yaml").read_text())
+    assert (bench["format"], bench["deployment_id"], bench["start"]) == (
+        "vllm-bench", DEMO_BENCH_DEPLOYMENT, datetime(2026, 11, 16, 5, tzinfo=UTC))
+
+
+def test_the_demo_vllm_bench_sweep_measures_its_knee(tmp_path: Path) -> None:
+    """`tokenledger generate --with-loadtest` also writes a `vllm bench serve` sweep of the 8B on its one L40S at 1,
+    2 and 2.5 req/s, 5 minutes each, in vLLM 0.10's shape (no start_times: each step's requests are spread evenly
+    over its duration). One replica completes 3.08 req/s at full utilization, so the steps run at 0.32, 0.65 and
+    0.81 of it; the 8B's policy holds TPOT P99 within 30 ms, which its decode step (17 ms x (1 + 0.6 rho^2),
+    P99 x 1.32) crosses at about 0.75: the third step breaks it, lambda_slo_max is 2 req/s, and 4-minute segments
+    are too short to verify it."""
+    home = tmp_path / "home"
+    write_configs(home, SCENARIO_START, SEED, VOLUME)
+    folder = generate_vllm_bench_run(home, "bench-8b", DEMO_BENCH_MODEL, DEMO_BENCH_DEPLOYMENT,
+                                     datetime(2026, 11, 16, 5, tzinfo=UTC), list(DEMO_BENCH_RATES),
+                                     DEMO_BENCH_STEP_MINUTES, SEED, requests_per_day=VOLUME)
+    assert yaml.safe_load((folder / "run.yaml").read_text())["format"] == "vllm-bench"
+    assert [round(r / capacity_rps(DEMO_BENCH_DEPLOYMENT), 2) for r in DEMO_BENCH_RATES] == [0.32, 0.65, 0.81]
+    files = {json.loads(p.read_text())["request_rate"]: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    assert sorted(files) == [1.0, 2.0, 2.5]
+    for rate, result in files.items():
+        n = result["num_prompts"]
+        assert abs(n - rate * 300) < 4 * math.sqrt(rate * 300)  # Poisson arrivals over 5 minutes
+        assert {len(result[k]) for k in ("input_lens", "output_lens", "ttfts", "itls", "errors")} == {n}
+        assert result["completed"] == result["errors"].count("")
+        assert all(len(gaps) == max(out - 1, 0) for gaps, out in zip(result["itls"], result["output_lens"],
+                                                                       strict=True))
+    (run,) = _measure(home)
+    assert run["rows_read"] == run["rows_accepted"] == sum(f["num_prompts"] for f in files.values())
+    assert (run["lambda_slo_max"], run["first_failing_step_rate"], run["verified"]) == (2.0, 2.5, False)
+    broken = run["steps"][2]
+    assert (broken["tpot_p99_met"], broken["attainment_met"], broken["queue_p99_ms"]) == (False, True, None)
+    assert broken["tpot_p99_ms"] > 30 > run["steps"][1]["tpot_p99_ms"]

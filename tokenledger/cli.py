@@ -1,6 +1,6 @@
 """The `tokenledger` command: generate a sample landing zone, run days through Dagster, open the UI.
 
-    tokenledger generate --home DIR --start YYYY-MM-DD --days N --requests-per-day R --seed S
+    tokenledger generate --home DIR --start YYYY-MM-DD --days N --requests-per-day R --seed S [--with-loadtest]
     tokenledger run --home DIR --start YYYY-MM-DD --end YYYY-MM-DD
     tokenledger ui --home DIR
 
@@ -74,17 +74,33 @@ def cmd_generate(args: argparse.Namespace) -> int:
     home = args.home.expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,
-                                    bad_rows_per_day=args.bad_rows_per_day)
+                                    bad_rows_per_day=args.bad_rows_per_day, other_formats=not args.canonical_only)
     print(f"Wrote a sample landing zone to {home}:")
     print(f"  {summary.days} day(s) from {summary.start}: {summary.requests:,} requests in "
           f"{len(summary.gateway_files)} gateway files ({summary.rows_written:,} rows: {summary.duplicate_rows:,} "
           f"logged twice, {len(summary.bad_rows)} deliberately invalid)")
     print(f"  billing: {summary.billing_file.relative_to(home)} ({summary.billing_rows:,} FOCUS rows)")
     print(f"  config:  {', '.join(str(p.relative_to(home)) for p in summary.config_files)}")
+    if summary.other_format_logs:
+        print(f"  hosted-API logs of {summary.start} in the adapters' formats:")
+        for source in ("litellm", "openai", "anthropic"):
+            logs = [log for log in summary.other_format_logs if log.source == source]
+            folder = logs[0].path.parent.relative_to(home)
+            print(f"    {str(folder) + '/':<30} {len(logs)} file(s), {sum(log.records for log in logs):,} records, "
+                  f"{sum(log.requests for log in logs):,} requests")
     if args.with_loadtest:
         from datetime import UTC, datetime, time
 
-        from tokenledger.generate import DEMO_LOADTEST_DEPLOYMENT, DEMO_LOADTEST_MODEL, generate_loadtest_run
+        from tokenledger.generate import (
+            DEMO_BENCH_DEPLOYMENT,
+            DEMO_BENCH_MODEL,
+            DEMO_BENCH_RATES,
+            DEMO_BENCH_STEP_MINUTES,
+            DEMO_LOADTEST_DEPLOYMENT,
+            DEMO_LOADTEST_MODEL,
+            generate_loadtest_run,
+            generate_vllm_bench_run,
+        )
 
         # At night on the first day, before the 70B deployment's scale-up, long enough per step to be verified.
         run_id = f"lt-{args.start}-llama70b"
@@ -92,6 +108,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
                                        datetime.combine(args.start, time(1, 0), tzinfo=UTC), None, 36, args.seed,
                                        requests_per_day=args.requests_per_day)
         print(f"  load test: {folder.relative_to(home)} (six arrival-rate steps of 36 minutes)")
+        if not args.canonical_only:  # after it, on the 8B: the two runs measure different deployments
+            at = datetime.combine(args.start, time(5, 0), tzinfo=UTC)
+            folder = generate_vllm_bench_run(home, f"bench-{args.start}-llama8b", DEMO_BENCH_MODEL,
+                                             DEMO_BENCH_DEPLOYMENT, at, list(DEMO_BENCH_RATES),
+                                             DEMO_BENCH_STEP_MINUTES, args.seed,
+                                             requests_per_day=args.requests_per_day)
+            print(f"  load test: {folder.relative_to(home)} (a vllm bench serve sweep: "
+                  f"{', '.join(f'{r:g}' for r in DEMO_BENCH_RATES)} req/s, {DEMO_BENCH_STEP_MINUTES} minutes each)")
     return 0
 
 
@@ -283,7 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--bad-rows-per-day", type=int, default=8,
                      help="deliberately invalid rows per day, one of each kind, to show the quarantine")
     gen.add_argument("--with-loadtest", action="store_true",
-                     help="also write a load-test run of the 70B deployment on the first day, with a known knee")
+                     help="also write a load-test run of the 70B deployment on the first day, with a known knee, "
+                          "and a vllm bench serve sweep of the 8B")
+    gen.add_argument("--canonical-only", action="store_true",
+                     help="leave out the hosted-API models, their first-day logs in the LiteLLM, OpenAI and "
+                          "Anthropic formats, and the vllm bench sweep")
     gen.set_defaults(func=cmd_generate)
 
     run = sub.add_parser("run", help="materialize every asset of a range of days, checks included")

@@ -2,7 +2,9 @@
 
 The scenario (models, deployments, workloads, load shape, latency model) is data in ``scenario.py``. Every day
 is drawn from random streams keyed by (seed, day), so the same arguments give byte-identical files and day D
-does not depend on how many days were generated.
+does not depend on how many days were generated. On request the first day also holds hosted-API models and their
+request logs in the formats the adapters read (``adapter_logs.py``), and a load test can be written as a
+``vllm bench serve`` sweep (``loadtest.generate_vllm_bench_run``).
 """
 
 from __future__ import annotations
@@ -11,25 +13,44 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from .adapter_logs import FormatLog, write_adapter_logs
 from .billing import write_focus
 from .configs import write_configs
 from .fleet import initial_replicas
 from .gateway import BadRow, DaySummary, generate_day
-from .loadtest import capacity_rps, default_steps, generate_loadtest_run, knee_index, rho_knee
+from .loadtest import (
+    capacity_rps,
+    default_steps,
+    generate_loadtest_run,
+    generate_vllm_bench_run,
+    knee_index,
+    rho_knee,
+)
 
 #: The deployment the demo load-tests (`tokenledger generate --with-loadtest`): the one whose peaks cross capacity.
 DEMO_LOADTEST_MODEL, DEMO_LOADTEST_DEPLOYMENT = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
+#: The demo's `vllm bench serve` sweep (also `--with-loadtest`): the 8B on its L40S at three round request rates, 5
+#: minutes each. The 8B's policy asks a TPOT P99 within 30 ms, which breaks at 2.5 req/s (~0.81 of one replica),
+#: so lambda_slo_max is 2 req/s; 5-minute steps are too short to verify it (30 stable minutes needed).
+DEMO_BENCH_MODEL, DEMO_BENCH_DEPLOYMENT = "llama-3.1-8b-instruct", "llama8b-l40s-onprem"
+DEMO_BENCH_RATES, DEMO_BENCH_STEP_MINUTES = (1.0, 2.0, 2.5), 5
 
 __all__ = [
+    "DEMO_BENCH_DEPLOYMENT",
+    "DEMO_BENCH_MODEL",
+    "DEMO_BENCH_RATES",
+    "DEMO_BENCH_STEP_MINUTES",
     "DEMO_LOADTEST_DEPLOYMENT",
     "DEMO_LOADTEST_MODEL",
     "BadRow",
     "DaySummary",
+    "FormatLog",
     "GenerateSummary",
     "capacity_rps",
     "default_steps",
     "generate_landing_zone",
     "generate_loadtest_run",
+    "generate_vllm_bench_run",
     "initial_replicas",
     "knee_index",
     "rho_knee",
@@ -52,10 +73,12 @@ class GenerateSummary:
     billing_file: Path
     billing_rows: int
     config_files: tuple[Path, ...]
+    other_format_logs: tuple[FormatLog, ...] = ()  # the first day's logs in the adapters' formats, if asked
 
 
 def generate_landing_zone(
-    home: Path, start: date, days: int, requests_per_day: int, seed: int, bad_rows_per_day: int = 8
+    home: Path, start: date, days: int, requests_per_day: int, seed: int, bad_rows_per_day: int = 8,
+    other_formats: bool = False,
 ) -> GenerateSummary:
     """Write ``raw/gateway``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from ``start``.
 
@@ -63,6 +86,11 @@ def generate_landing_zone(
     Poisson noise and bursts). The fleet in ``config/deployments.yaml`` and the bill is sized to it
     (:mod:`tokenledger.generate.fleet`): per-GPU speeds are the scenario's, whatever the volume.
     ``bad_rows_per_day`` invalid rows are added to each day, one of each kind in ``scenario.BAD_ROW_KINDS`` order.
+
+    With ``other_formats`` (what `tokenledger generate` does), the inventory also holds the hosted-API models of
+    ``scenario.API_DEPLOYMENTS``, priced in costs.yaml and a LiteLLM price map in ``config/``, and the first day
+    their request logs in ``raw/litellm``, ``raw/openai`` and ``raw/anthropic`` (a few hundred requests each,
+    whatever the volume). Without it the landing zone is the canonical one the pipeline tests are calibrated on.
     """
     if days < 1 or requests_per_day < 0 or bad_rows_per_day < 0:
         raise ValueError("days must be >= 1 and requests_per_day, bad_rows_per_day >= 0")
@@ -72,7 +100,8 @@ def generate_landing_zone(
         for i in range(days)
     )
     focus = write_focus(home, start, days, seed, requests_per_day)
-    configs = write_configs(home, start, seed, requests_per_day)
+    configs = write_configs(home, start, seed, requests_per_day, hosted_api=other_formats)
+    other = write_adapter_logs(home, start, seed) if other_formats else ()
     return GenerateSummary(
         home=home,
         start=start,
@@ -86,4 +115,5 @@ def generate_landing_zone(
         billing_file=focus.path,
         billing_rows=focus.rows,
         config_files=tuple(configs),
+        other_format_logs=other,
     )

@@ -6,18 +6,23 @@ style for buckets and rules, comments at the top) and stay byte-identical betwee
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 from .fleet import replica_schedule
 from .scenario import (
+    API_DEPLOYMENTS,
     DEPLOYMENTS,
     ISL_BUCKETS,
     ITL_LIMIT_MS,
+    LITELLM_PRICE_MAP,
+    LITELLM_PRICE_MAP_FILE,
     MODEL_SLO_OVERRIDES,
     QUEUE_P99_MS,
     RATE_CARDS,
     TPOT_P99_MS,
+    WRITTEN_PRICE_SHEETS,
     Deployment,
 )
 
@@ -77,13 +82,37 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
     ]
 
 
-def deployments_yaml(start: date, seed: int, requests_per_day: int) -> str:
+def _api_lines(start: date) -> list[str]:
+    lines = []
+    for dep in API_DEPLOYMENTS:
+        lines += [
+            f"  - deployment_id: {dep.deployment_id}",
+            f"    model: {dep.model}",
+            "    kind: api",
+            f"    provider: {dep.provider}",
+            f"    price_sheet: {dep.price_sheet}",
+            f"    rate_limit_rpm: {dep.rate_limit_rpm}",
+            f"    rate_limit_tpm: {dep.rate_limit_tpm}",
+            f"    valid_from: {start.isoformat()}",
+            "    valid_to: null",
+        ]
+    return lines
+
+
+def deployments_yaml(start: date, seed: int, requests_per_day: int, hosted_api: bool = False) -> str:
+    """The inventory; with ``hosted_api``, the scenario's hosted-API models too (scenario.API_DEPLOYMENTS)."""
+    apis = (
+        "\n# Hosted APIs, whose request logs land in raw/litellm, raw/openai and raw/anthropic: Claude Haiku 4.5 behind"
+        "\n# a LiteLLM proxy, GPT-5 mini and Claude Sonnet 4.5 (Claude Code), priced per token class in costs.yaml."
+        if hosted_api
+        else ""
+    )
     lines = [
         _header(
             "Model deployments of the synthetic scenario (tokenledger/generate/scenario.py), sized to\n"
             f"# {requests_per_day:,} requests a weekday: a 70B dense model (FP8, TP2 on on-premises H100 NVL) that\n"
             "# adds a replica on the fourth day, an 8B model on an on-premises L40S, and a MoE coding model on a\n"
-            "# cloud H100.",
+            "# cloud H100." + apis,
             start,
             seed,
         ).rstrip("\n"),
@@ -94,6 +123,8 @@ def deployments_yaml(start: date, seed: int, requests_per_day: int) -> str:
         for i, (at, replicas) in enumerate(schedule):
             valid_to = _when(schedule[i + 1][0]) if i + 1 < len(schedule) else None
             lines += _version_lines(dep, replicas, _when(at), valid_to)
+    if hosted_api:
+        lines += _api_lines(start)
     return "\n".join(lines) + "\n"
 
 
@@ -154,7 +185,26 @@ def slo_yaml(start: date, seed: int) -> str:
     )
 
 
-def costs_yaml(start: date, seed: int) -> str:
+def _api_price_lines() -> str:
+    sheets = []
+    for dep in API_DEPLOYMENTS:
+        written = WRITTEN_PRICE_SHEETS.get(dep.price_sheet)
+        if written:
+            sheets.append(f"      {dep.price_sheet}:")
+            sheets += [f"        {k}: {v:.2f}" for k, v in written.items()]
+        else:
+            sheets.append(f"      {dep.price_sheet}: {{litellm: {dep.price_sheet}}}")
+    return (
+        "    # Claude Sonnet 4.5 at Anthropic's list prices (anthropic.com/pricing); Claude Haiku 4.5 and\n"
+        "    # GPT-5 mini from LiteLLM's model price map (its entries for them, copied beside this file),\n"
+        "    # at the providers' list prices (openai.com/api/pricing).\n"
+        f"    litellm_price_map: {LITELLM_PRICE_MAP_FILE}\n"
+        "    api_prices:\n" + "\n".join(sheets) + "\n"
+    )
+
+
+def costs_yaml(start: date, seed: int, hosted_api: bool = False) -> str:
+    """The cost policy; with ``hosted_api``, the price sheets of the hosted-API models too."""
     rules = "\n".join(
         "      - {" + ", ".join([f"category: {cat}"] + [f'{k}: "{v}"' for k, v in cond.items()]) + "}"
         for cat, cond in FOCUS_CATEGORY_RULES
@@ -195,18 +245,24 @@ def costs_yaml(start: date, seed: int) -> str:
     rate_cards:
 {cards}
 """
+        + (_api_price_lines() if hosted_api else "")
     )
 
 
-def write_configs(home: Path, start: date, seed: int, requests_per_day: int) -> list[Path]:
+def write_configs(home: Path, start: date, seed: int, requests_per_day: int, hosted_api: bool = False) -> list[Path]:
+    """config/deployments.yaml, slo.yaml and costs.yaml; with ``hosted_api``, the hosted-API models and their prices,
+    and the LiteLLM price map two of them are priced from."""
     folder = home / "config"
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name, text in (
-        ("deployments.yaml", deployments_yaml(start, seed, requests_per_day)),
+    files = [
+        ("deployments.yaml", deployments_yaml(start, seed, requests_per_day, hosted_api)),
         ("slo.yaml", slo_yaml(start, seed)),
-        ("costs.yaml", costs_yaml(start, seed)),
-    ):
+        ("costs.yaml", costs_yaml(start, seed, hosted_api)),
+    ]
+    if hosted_api:
+        files.append((LITELLM_PRICE_MAP_FILE, json.dumps(LITELLM_PRICE_MAP, indent=4) + "\n"))
+    out = []
+    for name, text in files:
         path = folder / name
         path.write_text(text)
         out.append(path)

@@ -15,6 +15,7 @@ steps sit at rho = 0.30, 0.50, 0.65, 0.80, 0.95, 1.10, so the knee is step index
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
 from datetime import UTC, datetime, timedelta
@@ -25,7 +26,16 @@ import numpy as np
 from .fleet import expected_work_s, initial_replicas, requests_of, streams_of
 from .gateway import NODE_INDEX, Traffic, connect, mix64, serve, to_arrow, write_files
 from .latency import mean_queue_ms
-from .scenario import DEPLOYMENT_BY_ID, DEPLOYMENTS, LOADTEST_OUTCOMES, QUEUE_P99_MS, TENANTS, rng_for
+from .outcomes import OK
+from .scenario import (
+    DEPLOYMENT_BY_ID,
+    DEPLOYMENTS,
+    LOADTEST_OUTCOMES,
+    QUEUE_P99_MS,
+    TENANTS,
+    Deployment,
+    rng_for,
+)
 from .workload import Batch, poisson_times
 
 #: Default steps as utilization of the deployment's capacity at its initial replica count.
@@ -77,6 +87,40 @@ def _iso(d: datetime) -> str:
     return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _scenario_deployment(model: str, deployment_id: str) -> Deployment:
+    dep = DEPLOYMENT_BY_ID.get(deployment_id)
+    if dep is None or dep.model != model:
+        raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    return dep
+
+
+def _run_traffic(deployment_id: str, rates: list[float], step_minutes: int, seed: int, run_key: int,
+                 replicas: int) -> Traffic:
+    """A run's requests, in arrival order (t_ms from the run's start): each rate held ``step_minutes`` with Poisson
+    arrivals of the deployment's production mix, served by ``replicas`` through the production latency model."""
+    minutes = len(rates) * step_minutes
+    rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
+    streams = streams_of(deployment_id)
+    total_share = sum(s.share for s in streams)
+
+    batches = []
+    for s in streams:
+        rng = rng_for(seed, "loadtest", run_key, s.name)
+        t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
+        batches.append(requests_of(rng, s, t))
+    batch = Batch.concat(batches)
+    batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
+    batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
+
+    # replicas' worth of work arriving each minute: each request costs expected_work_s replica-seconds
+    demand = rate_per_minute * expected_work_s(deployment_id)
+    capacity = np.full(minutes, float(replicas))
+    rng = rng_for(seed, "loadtest", run_key, "serve")
+    n = len(batch)
+    dep_index = DEPLOYMENTS.index(DEPLOYMENT_BY_ID[deployment_id])
+    return serve(rng, dep_index, batch, np.zeros(n, dtype=np.uint64), demand, capacity, LOADTEST_OUTCOMES)
+
+
 def generate_loadtest_run(
     home: Path,
     run_id: str,
@@ -101,37 +145,15 @@ def generate_loadtest_run(
     queue, TTFT and ITL commitments break above it. :func:`knee_index` gives the last compliant step (index 3
     for the default steps at rho 0.30, 0.50, 0.65, 0.80, 0.95, 1.10).
     """
-    dep = DEPLOYMENT_BY_ID.get(deployment_id)
-    if dep is None or dep.model != model:
-        raise ValueError(f"no deployment {deployment_id!r} serving model {model!r} in the scenario")
+    dep = _scenario_deployment(model, deployment_id)
     replicas = initial_replicas(deployment_id, requests_per_day)
     home = Path(home)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     rates = default_steps(deployment_id, requests_per_day) if steps is None else [float(r) for r in steps]
-    minutes = len(rates) * step_minutes
-    rate_per_minute = np.repeat(np.asarray(rates, dtype=float), step_minutes)
     run_key = zlib.crc32(run_id.encode())
-    streams = streams_of(deployment_id)
-    total_share = sum(s.share for s in streams)
-
-    batches = []
-    for s in streams:
-        rng = rng_for(seed, "loadtest", run_key, s.name)
-        t = poisson_times(rng, rate_per_minute * 60.0 * s.share / total_share)
-        batches.append(requests_of(rng, s, t))
-    batch = Batch.concat(batches)
-    batch.tenant = np.full(len(batch), TENANTS.index("loadtest"), dtype=np.int16)
-    batch = batch.take(np.argsort(batch.t_ms, kind="stable"))
-
-    # replicas' worth of work arriving each minute: each request costs expected_work_s replica-seconds
-    demand = rate_per_minute * expected_work_s(deployment_id)
-    capacity = np.full(minutes, float(replicas))
-    rng = rng_for(seed, "loadtest", run_key, "serve")
-    n = len(batch)
-    tr: Traffic = serve(
-        rng, DEPLOYMENTS.index(dep), batch, np.zeros(n, dtype=np.uint64), demand, capacity, LOADTEST_OUTCOMES
-    )
+    tr = _run_traffic(deployment_id, rates, step_minutes, seed, run_key, replicas)
+    n = len(tr)
     keys = _LOADTEST_KEY_OFFSET + (np.uint64(run_key) << np.uint64(30)) + np.arange(n, dtype=np.uint64)
     start_ms = int(start.timestamp() * 1000)
     node = np.full(n, NODE_INDEX["gw-a"], dtype=np.int64)
@@ -164,5 +186,120 @@ def generate_loadtest_run(
         f"start: {_iso(start)}\n"
         f"warmup_min: {min(5, step_minutes // 5)}\n"
         "steps:\n" + "\n".join(step_lines) + "\n"
+    )
+    return folder
+
+
+#: The checkpoint a `vllm bench serve` client names (its --model), per scenario model; written as model_id.
+BENCH_MODEL_IDS = {
+    "llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "qwen3-coder-30b-a3b-instruct": "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8",
+}
+NOT_LOGGED = "(not logged)"
+
+
+def _gaps_s(rng: np.random.Generator, output: int, decode_ms: float, itl_max_ms: float) -> list[float]:
+    """The gaps between a stream's chunks (one token each), in seconds: ``output - 1`` of them summing to the decode
+    time, the longest ``itl_max_ms`` where the request recorded one, the others jittered around their mean."""
+    n = output - 1
+    if n <= 0:
+        return []
+    share = rng.gamma(50.0, size=n)
+    gaps = decode_ms * share / share.sum()
+    if n > 1 and np.isfinite(itl_max_ms) and decode_ms / n <= itl_max_ms <= decode_ms:
+        rest = np.delete(share, 0)
+        gaps = np.insert((decode_ms - itl_max_ms) * rest / rest.sum(), int(rng.integers(0, n)), itl_max_ms)
+    return [round(g / 1000, 5) for g in gaps.tolist()]
+
+
+def _percentiles(name: str, values_ms: np.ndarray) -> dict[str, float]:
+    if len(values_ms) == 0:
+        return {f"{k}_{name}_ms": 0.0 for k in ("mean", "median", "std", "p99")}
+    return {f"mean_{name}_ms": round(float(np.mean(values_ms)), 3),
+            f"median_{name}_ms": round(float(np.median(values_ms)), 3),
+            f"std_{name}_ms": round(float(np.std(values_ms)), 3),
+            f"p99_{name}_ms": round(float(np.percentile(values_ms, 99)), 3)}
+
+
+def _bench_result(rng: np.random.Generator, tr: Traffic, model_id: str, rate: float, saved_at: datetime) -> dict:
+    """One step's requests as the JSON `vllm bench serve --save-result --save-detailed` (vLLM 0.10) saves."""
+    ok = tr.status == OK
+    first = float(tr.batch.t_ms[0]) if len(tr) else 0.0
+    ends = tr.batch.t_ms + np.where(ok, tr.e2e, 0.0)
+    duration_s = float(ends.max() - first) / 1000 if len(tr) else 0.0
+    output = np.where(ok, tr.output, 0)
+    itls = [_gaps_s(rng, int(o), float(e - f), float(m)) if good else []
+            for good, o, e, f, m in zip(ok, tr.output, tr.e2e, tr.ttft, tr.itl, strict=True)]
+    gaps_ms = np.array([g * 1000 for gaps in itls for g in gaps])
+    tpot_ms = np.array([sum(g) * 1000 / len(g) for g in itls if g])
+    completed, total_in, total_out = int(ok.sum()), int(tr.batch.input_tokens[ok].sum()), int(output.sum())
+    return {
+        "date": saved_at.strftime("%Y%m%d-%H%M%S"), "backend": "vllm", "model_id": model_id,
+        "tokenizer_id": model_id, "num_prompts": len(tr), "request_rate": rate, "burstiness": 1.0,
+        "max_concurrency": None, "duration": round(duration_s, 6), "completed": completed,
+        "total_input_tokens": total_in, "total_output_tokens": total_out,
+        "request_throughput": round(completed / duration_s, 6), "request_goodput": None,
+        "output_throughput": round(total_out / duration_s, 6),
+        "total_token_throughput": round((total_in + total_out) / duration_s, 6),
+        "input_lens": tr.batch.input_tokens.tolist(), "output_lens": output.tolist(),
+        "ttfts": [round(t / 1000, 6) if good else 0.0 for good, t in zip(ok, tr.ttft.tolist(), strict=True)],
+        "itls": itls, "generated_texts": [NOT_LOGGED if good else "" for good in ok],
+        "errors": ["" if good else "Internal Server Error" for good in ok],
+        **_percentiles("ttft", tr.ttft[ok]), **_percentiles("tpot", tpot_ms), **_percentiles("itl", gaps_ms),
+        **_percentiles("e2el", tr.e2e[ok]),
+    }
+
+
+def generate_vllm_bench_run(
+    home: Path,
+    run_id: str,
+    model: str,
+    deployment_id: str,
+    start: datetime,
+    rates: list[float],
+    step_minutes: int,
+    seed: int,
+    requests_per_day: int | None = None,
+) -> Path:
+    """Write ``raw/loadtest/<run_id>/`` as a `vllm bench serve` sweep: ``run.yaml`` with ``format: vllm-bench`` and
+    one ``--save-result --save-detailed`` JSON file per rate (docs/configuration.md, "vLLM benchmark results as a
+    load-test run"); return the run folder.
+
+    The requests are drawn as :func:`generate_loadtest_run` draws them (Poisson arrivals at each rate for
+    ``step_minutes``, the deployment's production mix, its initial replicas at ``requests_per_day``, the production
+    latency model), then saved the way vLLM 0.10's client saves them (the scenario's vLLM deployments run 0.10.1):
+    without start_times, latencies or queue_times, so the pipeline spaces each step's requests evenly over its
+    duration and TTFT includes the server's queue; one gap per streamed token, the longest the request's ITL. A
+    failed request is an "Internal Server Error" with no first token. Prompts and generated texts are not written.
+    """
+    dep = _scenario_deployment(model, deployment_id)
+    replicas = initial_replicas(deployment_id, requests_per_day)
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    run_key = zlib.crc32(run_id.encode())
+    tr = _run_traffic(deployment_id, [float(r) for r in rates], step_minutes, seed, run_key, replicas)
+    rng = rng_for(seed, "vllm-bench", run_key, "gaps")
+    folder = Path(home) / "raw" / "loadtest" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    model_id = BENCH_MODEL_IDS[model]
+    step_ms = step_minutes * 60_000
+    for i, rate in enumerate(rates):
+        idx = np.flatnonzero((tr.batch.t_ms >= i * step_ms) & (tr.batch.t_ms < (i + 1) * step_ms))
+        saved_at = start + timedelta(minutes=(i + 1) * step_minutes)
+        result = _bench_result(rng, tr.take(idx), model_id, float(rate), saved_at)
+        name = f"vllm-{rate:g}qps-{model_id.split('/')[-1]}-{result['date']}.json"
+        (folder / name).write_text(json.dumps(result))
+    (folder / "run.yaml").write_text(
+        f"# Generated by tokenledger.generate.generate_vllm_bench_run (seed {seed}): `vllm bench serve` at "
+        f"{len(rates)} request rates,\n"
+        f"# Poisson arrivals, {step_minutes} minutes a rate, against {replicas} replica(s) "
+        f"({replicas * dep.gpus_per_replica} x {dep.gpu_type}).\n"
+        f"run_id: {run_id}\n"
+        "format: vllm-bench\n"
+        f"model: {model}\n"
+        f"deployment_id: {deployment_id}\n"
+        f"start: {_iso(start)}\n"
+        f"warmup_min: {min(5, step_minutes // 5)}\n"
     )
     return folder

@@ -460,6 +460,95 @@ TENANTS: tuple[str, ...] = tuple(sorted({t for s in STREAMS for t, _ in s.tenant
 MISSING_DEPLOYMENT_SHARE = {"llama8b-l40s-onprem": 0.04}
 
 
+# --------------------------------------------------------------------------------------------- hosted APIs
+
+
+@dataclass(frozen=True)
+class ApiDeployment:
+    """A hosted-API model the first generated day also calls, logged in the format its callers keep.
+
+    ``model`` is the name that format's records carry (LiteLLM's model_group, the dated name OpenAI and Anthropic
+    return), ``source`` the raw/<source>/ folder the log lands in (tokenledger/adapters/).
+    """
+
+    deployment_id: str
+    model: str
+    provider: str
+    price_sheet: str  # the api_prices entry of costs.yaml
+    rate_limit_rpm: int
+    rate_limit_tpm: int
+    source: str
+
+
+#: Claude Haiku 4.5 behind the teams' LiteLLM proxy (model group claude-haiku-4-5), on an organization limited
+#: to 50 requests a minute, so a batch job's burst draws 429s; GPT-5 mini called directly, its chat completions
+#: and Responses logged as returned; Claude Sonnet 4.5 used by developers through Claude Code.
+API_DEPLOYMENTS: tuple[ApiDeployment, ...] = (
+    ApiDeployment("claude-haiku-litellm", "claude-haiku-4-5", "anthropic", "claude-haiku-4-5", 50, 400_000,
+                  "litellm"),
+    ApiDeployment("gpt5mini-openai", "gpt-5-mini-2025-08-07", "openai", "gpt-5-mini", 5_000, 2_000_000, "openai"),
+    ApiDeployment("claude-sonnet-api", "claude-sonnet-4-5-20250929", "anthropic", "claude-sonnet-4-5", 4_000,
+                  2_000_000, "anthropic"),
+)
+
+#: Price sheets written out in costs.yaml, USD per 1M tokens: Claude Sonnet 4.5's public list prices
+#: (anthropic.com/pricing: input 3, five-minute cache writes 3.75, one-hour cache writes 6, cache reads 0.30,
+#: output 15).
+WRITTEN_PRICE_SHEETS: dict[str, dict[str, float]] = {
+    "claude-sonnet-4-5": {
+        "input_per_mtok": 3.00,
+        "cache_read_per_mtok": 0.30,
+        "cache_write_per_mtok": 3.75,
+        "cache_write_1h_per_mtok": 6.00,
+        "output_per_mtok": 15.00,
+    },
+}
+
+#: The other sheets come from a LiteLLM model price map written beside the configs: these entries of
+#: BerriAI/litellm's model_prices_and_context_window.json (USD per token), which carry the providers' public list
+#: prices: Claude Haiku 4.5 at 1 / 1.25 (five-minute writes) / 2 (one-hour writes) / 0.10 (reads) / 5 per 1M
+#: tokens (anthropic.com/pricing); GPT-5 mini at 0.25 / 0.025 (cached input) / 2 (openai.com/api/pricing).
+LITELLM_PRICE_MAP: dict[str, dict[str, object]] = {
+    "claude-haiku-4-5": {
+        "cache_creation_input_token_cost": 1.25e-06,
+        "cache_creation_input_token_cost_above_1hr": 2e-06,
+        "cache_read_input_token_cost": 1e-07,
+        "input_cost_per_token": 1e-06,
+        "litellm_provider": "anthropic",
+        "max_input_tokens": 200000,
+        "max_output_tokens": 64000,
+        "mode": "chat",
+        "output_cost_per_token": 5e-06,
+        "supports_prompt_caching": True,
+    },
+    "gpt-5-mini": {
+        "cache_read_input_token_cost": 2.5e-08,
+        "input_cost_per_token": 2.5e-07,
+        "litellm_provider": "openai",
+        "max_input_tokens": 272000,
+        "max_output_tokens": 128000,
+        "mode": "chat",
+        "output_cost_per_token": 2e-06,
+        "supports_prompt_caching": True,
+        "supports_reasoning": True,
+    },
+}
+LITELLM_PRICE_MAP_FILE = "model_prices_and_context_window.json"
+
+#: How much each hosted-API log holds on the first day (a few hundred requests each: the demo's run time barely
+#: changes). LiteLLM: steady calls over business hours plus one batch job's burst in a single minute, whose calls
+#: beyond the rate limit get a 429. OpenAI: chat completions and Responses, two Responses failing with a server
+#: error. Claude Code: sessions of a fixed number of replies, each reply but the last asking for a tool.
+LITELLM_STEADY_REQUESTS = 480
+LITELLM_BURST_REQUESTS = 58
+LITELLM_BURST_AT = time(14, 7)
+OPENAI_CHAT_COMPLETIONS = 240
+OPENAI_RESPONSES = 160
+OPENAI_FAILED_RESPONSES = 2
+CLAUDE_CODE_SESSIONS = 6
+CLAUDE_CODE_REPLIES = 20
+
+
 # --------------------------------------------------------------------------------------------- load shape
 
 #: Relative arrival rate per UTC hour (business-hours peak; peak hour ~2.7x the quietest night hour).
