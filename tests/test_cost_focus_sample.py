@@ -21,8 +21,9 @@ SEPTEMBER = [f"2024-09-{d:02d}" for d in range(1, 31)]
 
 
 @pytest.mark.skipif(not FOCUS_SAMPLE.is_file(), reason="../shared/data/public is not beside the checkout")
-def test_every_day_of_the_real_focus_sample_reconciles(home: Path) -> None:
+def test_every_day_of_the_real_focus_sample_reconciles(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (home / "raw" / "billing" / FOCUS_SAMPLE.name).symlink_to(FOCUS_SAMPLE)  # read in place, never copied
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "all")  # a bill without request logs: the days are declared idle
     # The usage cube needs an SLO version in force in 2024 (the conftest's starts in November 2026).
     (home / "config" / "slo.yaml").write_text(SLO_YAML.replace("valid_from: 2026-11-01", "valid_from: 2024-01-01"))
     result = materialize(SEPTEMBER[0], SEPTEMBER[-1], selection=SELECTION)
