@@ -114,6 +114,13 @@ def _api_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Day
     con.execute(text, used_params(text, window.params(deployments_file=str(layout.config / "deployments.yaml"))))
 
 
+def _token_class_weights(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `day_token_class_weights` (sql/token_class_weights_day.sql): each costed model's weight per token
+    class, shared by the tenant showback and the FOCUS export so that both price a class alike. Needs
+    `day_cost_per_mtok`, `day_cost_policy` and `day_api_prices`."""
+    con.execute("CREATE OR REPLACE TEMP TABLE day_token_class_weights AS " + statement("token_class_weights_day"))
+
+
 def _write(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str) -> int:
     return lake.write_query(con, statement(table), lake.day_file(layout.lake, schema, table, window.day),
                             window.params())
@@ -157,6 +164,7 @@ def build_tenant_showback(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wi
     attach(con, layout, window, "usage", "cost_per_mtok", "deployments")
     price_version = cost_policy_in_force(con, layout, window)
     api_costs(con, layout, window, price_version)
+    _token_class_weights(con)
     return {"rows": _write(con, layout, window, "finance", "tenant_showback_daily"),
             "price_version": price_version}
 
