@@ -1,7 +1,8 @@
 """Cost: the bill allocated to deployments, cost per 1M tokens, tenant showback and reconciliation (metrics.md, 4).
 
 core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (spec/published.md)
-once the blocking check `cost_reconciliation_balanced` has passed for the day. The logic is in
+once the blocking check `cost_reconciliation_balanced` has passed for the day, and so is the showback as a FinOps
+FOCUS dataset, focus.cost_and_usage_daily. The logic is in
 tokenledger/cost.py and the SQL file named after each table.
 """
 
@@ -19,6 +20,7 @@ from tokenledger.cost import (
     build_cost_lines,
     build_cost_per_mtok,
     build_cost_reconciliation,
+    build_focus_cost_and_usage,
     build_tenant_showback,
     unbalanced_rows,
 )
@@ -73,6 +75,21 @@ def tenant_showback_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
     Definition: spec/metrics.md, 4; spec/published.md, finance.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_tenant_showback(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@dg.asset(key=["focus", "cost_and_usage_daily"], deps=[tenant_showback_daily, cost_per_mtok_daily, usage_hourly,
+                                                       deployments_daily], **_DAILY)
+def focus_cost_and_usage_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The tenant showback as a FinOps FOCUS 1.2 cost and usage dataset, for FinOps tools to take in like a bill.
+
+    Grain: day x tenant (BillingAccountId) x deployment (ResourceId) x model and token class (SkuId) x currency;
+    Usage rows only, costs in EffectiveCost = BilledCost, tokens in ConsumedQuantity. A tenant's rows of a model add
+    up exactly to its finance.tenant_showback_daily cost. Source: finance.tenant_showback_daily, core.usage_hourly.
+    Definition: data_contracts/focus_cost_and_usage_daily.odcs.yaml; docs/decisions.md, "FOCUS export".
+    """
+    return for_each_day(context, ledger,
+                        lambda con, window, _: build_focus_cost_and_usage(con, ledger.layout, window),
                         needs_config=True)
 
 

@@ -12,7 +12,12 @@ import duckdb
 
 from assets.accounting import goodput_hourly, slo_daily, slo_hourly, token_split_daily, token_split_hourly
 from assets.capacity import capacity_daily, capacity_plan_daily, load_hourly
-from assets.cost import cost_per_mtok_daily, cost_reconciliation_daily, tenant_showback_daily
+from assets.cost import (
+    cost_per_mtok_daily,
+    cost_reconciliation_daily,
+    focus_cost_and_usage_daily,
+    tenant_showback_daily,
+)
 from assets.daily import for_each_day, user_errors
 from assets.quality import ingest_reconciliation_daily, quarantine
 from pipelines.partitions import daily_partitions, days_of, single_run
@@ -25,7 +30,8 @@ from tokenledger.warehouse import refresh_views
 
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
                     capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
-                    cost_reconciliation_daily, load_hourly, capacity_plan_daily, slo_hourly]
+                    cost_reconciliation_daily, load_hourly, capacity_plan_daily, slo_hourly,
+                    focus_cost_and_usage_daily]
 _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
                            description="The warehouse views could be refreshed (another process holding "
                                        "warehouse.duckdb for writing prevents it).")

@@ -3,7 +3,7 @@
     ingest      gateway logs, FOCUS billing, deployments -> core.*              (assets/ingest.py)
     quality     quarantine, ingest reconciliation        -> quality.*           (assets/quality.py)
     accounting  token split, SLO attainment, goodput     -> infra.*             (assets/accounting.py)
-    cost        allocation, $/MTok, showback, reconcile  -> finance.*           (assets/cost.py)
+    cost        allocation, $/MTok, showback, reconcile  -> finance.*, focus.*  (assets/cost.py)
     capacity    load tests, capacity, load, plan, review -> infra.*, reports/   (assets/capacity.py)
     publish     the day's tables to exports/ and the warehouse, then the trend (assets/publish.py, trend.py)
 

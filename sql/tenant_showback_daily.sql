@@ -1,36 +1,16 @@
 -- finance.tenant_showback_daily: each tenant's share of a model's cost on the UTC day, by weighted tokens
 -- (spec/metrics.md, section 4): weighted_tokens = input_cached * w_cached + input_recomputed * w_recomputed +
--- output_tokens * w_output with the policy's weights (output_tokens: output produced, successful requests; input
--- over reached requests; for a hosted-API model the weights are its price sheet's, as in
--- finance.cost_per_mtok_daily, so a tenant's share is its share of the sheet cost), cost_share = weighted_tokens / the model's weighted tokens, cost = cost_share * the
--- model's cost_total over its deployments (finance.cost_per_mtok_daily), per currency. Each cost is rounded to
--- 1e-12 and the rounding residual goes to the tenant with the largest share (ties: the first by id), so a model's
--- tenant costs add up to its cost exactly. A model whose tenants have no weighted tokens has NULL shares and
--- costs; a model allocated no cost has no rows.
+-- output_tokens * w_output (output_tokens: output produced, successful requests; input over reached requests; the
+-- weights are day_token_class_weights, sql/token_class_weights_day.sql: for a hosted-API model its price sheet's,
+-- as in finance.cost_per_mtok_daily, so a tenant's share is its share of the sheet cost), cost_share =
+-- weighted_tokens / the model's weighted tokens, cost = cost_share * the model's cost_total over its deployments
+-- (finance.cost_per_mtok_daily), per currency. Each cost is rounded to 1e-12 and the rounding residual goes to the
+-- tenant with the largest share (ties: the first by id), so a model's tenant costs add up to its cost exactly. A
+-- model whose tenants have no weighted tokens has NULL shares and costs; a model allocated no cost has no rows.
 WITH model_cost AS (
     SELECT model, currency, any_value(price_version) AS price_version, sum(cost_total) AS cost_total
     FROM day_cost_per_mtok
     GROUP BY model, currency
-),
--- A hosted-API model's tokens are weighted by its price sheet, class by class (per 1M tokens; the sheet of its
--- first deployment by id when it has several); a self-hosted model's by the policy, cache writes as recomputed.
-weights AS (
-    SELECT
-        m.model,
-        coalesce(a.cache_read_per_mtok::DOUBLE, p.weight_cached) AS w_cached,
-        coalesce(a.input_per_mtok::DOUBLE, p.weight_recomputed) AS w_uncached,
-        coalesce(a.cache_write_per_mtok::DOUBLE, p.weight_recomputed) AS w_cache_write,
-        coalesce(a.cache_write_1h_per_mtok::DOUBLE, p.weight_recomputed) AS w_cache_write_1h,
-        coalesce(a.output_per_mtok::DOUBLE, p.weight_output) AS w_output
-    FROM (SELECT DISTINCT model FROM day_cost_per_mtok) AS m
-    CROSS JOIN day_cost_policy AS p
-    LEFT JOIN (SELECT model,
-                      arg_min(cache_read_per_mtok, deployment_id) AS cache_read_per_mtok,
-                      arg_min(input_per_mtok, deployment_id) AS input_per_mtok,
-                      arg_min(cache_write_per_mtok, deployment_id) AS cache_write_per_mtok,
-                      arg_min(cache_write_1h_per_mtok, deployment_id) AS cache_write_1h_per_mtok,
-                      arg_min(output_per_mtok, deployment_id) AS output_per_mtok
-               FROM day_api_prices GROUP BY model) AS a USING (model)
 ),
 tenants AS (
     SELECT
@@ -60,7 +40,7 @@ shares AS (
         row_number() OVER (model_day ORDER BY weighted_tokens DESC, t.tenant_id) AS share_rank
     FROM tenants AS t
     JOIN model_cost AS m USING (model)
-    JOIN weights AS w USING (model)
+    JOIN day_token_class_weights AS w USING (model)
     WINDOW model_day AS (PARTITION BY t.model, m.currency)
 )
 SELECT

@@ -242,7 +242,8 @@ def test_the_worked_day_reconciles_with_the_bill(worked_day: Path) -> None:
     assert recon == {
         "day": recon["day"], "currency": "USD", "billed_effective_cost": d("731.6"), "allocated_cost": d("726.6"),
         "unallocated_cost": d("5"), "difference": d("0"), "balanced": True, "rate_card_cost": M8_RATE_CARD,
-        "deployment_cost": d("726.6") + M8_RATE_CARD, "billed_cost": d("911.6"), "price_version": "p1"}
+        "deployment_cost": d("726.6") + M8_RATE_CARD, "billed_cost": d("911.6"), "price_version": "p1",
+        "api_cost": d("0")}  # no hosted-API deployment on the worked day
     assert str(recon["day"]) == DAY
     total = sum(r["cost_total"] for r in by_deployment(worked_day).values())
     assert total == recon["deployment_cost"]

@@ -37,7 +37,8 @@ CORE_TABLES = (
     TableRef("core", "capacity_windows"),
 )
 
-# Published tables: copied to exports/ only after the day's blocking checks pass; finance also as CSV.
+# Published tables: copied to exports/ only after the day's blocking checks pass; finance also as CSV. The focus
+# schema holds FinOps FOCUS datasets, column names and all (data_contracts/focus_*.odcs.yaml).
 PUBLISHED_TABLES = (
     TableRef("quality", "ingest_reconciliation_daily"),
     TableRef("quality", "quarantine"),
@@ -52,4 +53,5 @@ PUBLISHED_TABLES = (
     TableRef("finance", "cost_per_mtok_daily", csv_export=True),
     TableRef("finance", "tenant_showback_daily", csv_export=True),
     TableRef("finance", "cost_reconciliation_daily", csv_export=True),
+    TableRef("focus", "cost_and_usage_daily"),
 )

@@ -9,7 +9,9 @@ steps, each a table in the lake:
   a category;
 - `core.cost_allocation_daily`: the lines summed per deployment and category, shared lines spread by the policy's
   key (sql/cost_shared_key.sql);
-- `finance.cost_per_mtok_daily`, `finance.tenant_showback_daily`, `finance.cost_reconciliation_daily`.
+- `finance.cost_per_mtok_daily`, `finance.tenant_showback_daily`, `finance.cost_reconciliation_daily`;
+- `focus.cost_and_usage_daily`: the showback as a FinOps FOCUS 1.2 dataset, split further by deployment and token
+  class with the showback's own weights.
 
 Money stays DECIMAL(38,12) from the bill to the published cost columns. Decisions: docs/decisions.md, "Cost".
 """
@@ -35,7 +37,12 @@ _INPUTS = {
     "cost_lines": ("day_cost_lines", "core", "cost_lines"),
     "allocation": ("day_cost_allocation", "core", "cost_allocation_daily"),
     "cost_per_mtok": ("day_cost_per_mtok", "finance", "cost_per_mtok_daily"),
+    "showback": ("day_showback", "finance", "tenant_showback_daily"),
 }
+
+# The FOCUS export's ProviderName and InvoiceIssuerName (and PublisherName of a self-hosted deployment): the serving
+# platform tokenledger accounts for, which makes the deployments available to tenants (docs/decisions.md).
+FOCUS_PROVIDER = "tokenledger"
 
 
 def attach(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, *inputs: str) -> None:
@@ -114,6 +121,13 @@ def _api_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Day
     con.execute(text, used_params(text, window.params(deployments_file=str(layout.config / "deployments.yaml"))))
 
 
+def _token_class_weights(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `day_token_class_weights` (sql/token_class_weights_day.sql): each costed model's weight per token
+    class, shared by the tenant showback and the FOCUS export so that both price a class alike. Needs
+    `day_cost_per_mtok`, `day_cost_policy` and `day_api_prices`."""
+    con.execute("CREATE OR REPLACE TEMP TABLE day_token_class_weights AS " + statement("token_class_weights_day"))
+
+
 def _write(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str) -> int:
     return lake.write_query(con, statement(table), lake.day_file(layout.lake, schema, table, window.day),
                             window.params())
@@ -157,8 +171,22 @@ def build_tenant_showback(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wi
     attach(con, layout, window, "usage", "cost_per_mtok", "deployments")
     price_version = cost_policy_in_force(con, layout, window)
     api_costs(con, layout, window, price_version)
+    _token_class_weights(con)
     return {"rows": _write(con, layout, window, "finance", "tenant_showback_daily"),
             "price_version": price_version}
+
+
+def build_focus_cost_and_usage(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
+                               ) -> dict[str, Any]:
+    """Write focus.cost_and_usage_daily for the day: the showback split by deployment and token class."""
+    attach(con, layout, window, "usage", "cost_per_mtok", "deployments", "showback")
+    price_version = cost_policy_in_force(con, layout, window)
+    api_costs(con, layout, window, price_version)
+    _token_class_weights(con)
+    rows = lake.write_query(con, statement("focus_cost_and_usage_daily"),
+                            lake.day_file(layout.lake, "focus", "cost_and_usage_daily", window.day),
+                            window.params(provider_name=FOCUS_PROVIDER))
+    return {"rows": rows, "price_version": price_version}
 
 
 def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
