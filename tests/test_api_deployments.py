@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -68,6 +69,35 @@ def _api_home(home: Path) -> None:
     (home / "config" / "prices.json").write_text(json.dumps(PRICE_MAP))
 
 
+def _write_bill(home: Path, lines: list[tuple[str, str, str]]) -> None:
+    """A FOCUS export of whole-day charges (EffectiveCost, ServiceCategory, the deployment tag) for DAY."""
+    with (home / "raw" / "billing" / "focus.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
+                    "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId",
+                    "Tags"])
+        for cost, service, tag in lines:
+            w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", cost, cost, "USD", "Usage",
+                        service, "svc", "r-1", "sku", json.dumps({"tokenledger:deployment": tag})])
+
+
+def _materialized_home(factory: pytest.TempPathFactory, name: str, write: Callable[[Path], None]) -> Iterator[Path]:
+    """A home of its own, written by `write` and materialized once for the module's tests."""
+    from tests.conftest import SLO_YAML
+
+    mp = pytest.MonkeyPatch()
+    home = factory.mktemp(name) / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "raw" / "billing").mkdir(parents=True)
+    (home / "config" / "slo.yaml").write_text(SLO_YAML)
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    write(home)
+    result = materialize(DAY)
+    assert result.success, failure_text(result)
+    yield home
+    mp.undo()
+
+
 def _write_day(home: Path) -> None:
     _api_home(home)
     claude = {"model": "claude", "deployment_id": "claude-api"}
@@ -90,37 +120,17 @@ def _write_day(home: Path) -> None:
         # a self-hosted request beside them
         request("m1"),
     ])
-    with (home / "raw" / "billing" / "focus.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
-                    "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId",
-                    "Tags"])
-        # GPU for m70, tagged: allocated to m70-h100.
-        w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", "480.00", "480.00", "USD",
-                    "Usage", "Compute", "Amazon EC2", "i-m70-1", "p5.48xlarge",
-                    '{"tokenledger:deployment": "m70-h100"}'])
+    _write_bill(home, [
+        ("480.00", "Compute", "m70-h100"),  # GPU for m70, tagged: allocated to m70-h100
         # An Anthropic invoice line tagged to claude-api: its cost is the price sheet's, so the line is unallocated.
-        w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", "5.00", "5.00", "USD",
-                    "Usage", "AI and Machine Learning", "Claude", "anthropic-org", "claude",
-                    '{"tokenledger:deployment": "claude-api"}'])
+        ("5.00", "AI and Machine Learning", "claude-api"),
+    ])
 
 
 @pytest.fixture(scope="module")
 def api_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One day with API and self-hosted deployments, materialized once for the whole module."""
-    mp = pytest.MonkeyPatch()
-    home = tmp_path_factory.mktemp("api") / "home"
-    (home / "config").mkdir(parents=True)
-    (home / "raw" / "billing").mkdir(parents=True)
-    from tests.conftest import SLO_YAML
-
-    (home / "config" / "slo.yaml").write_text(SLO_YAML)
-    mp.setenv("TOKENLEDGER_HOME", str(home))
-    _write_day(home)
-    result = materialize(DAY)
-    assert result.success, failure_text(result)
-    yield home
-    mp.undo()
+    yield from _materialized_home(tmp_path_factory, "api", _write_day)
 
 
 # Claude's token classes over its reached requests (c1, c2): uncached 2,000 + 2,000 = 4,000; cache reads 6,000;
@@ -258,14 +268,10 @@ def _litellm_record(rid: str, **fields: object) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def mixed_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Canonical logs for a self-hosted model, a LiteLLM spend log for an API model and a FOCUS bill, one day."""
-    from tests.conftest import SLO_YAML
+    yield from _materialized_home(tmp_path_factory, "mixed", _write_mixed_day)
 
-    mp = pytest.MonkeyPatch()
-    home = tmp_path_factory.mktemp("mixed") / "home"
-    (home / "config").mkdir(parents=True)
-    (home / "raw" / "billing").mkdir(parents=True)
-    (home / "config" / "slo.yaml").write_text(SLO_YAML)
-    mp.setenv("TOKENLEDGER_HOME", str(home))
+
+def _write_mixed_day(home: Path) -> None:
     _api_home(home)
     write_jsonl(gateway_dir(home, DAY) / "gateway.jsonl", [request("m1"), request("m2", tenant_id="team-c")])
     write_jsonl(home / "raw" / "litellm" / f"dt={DAY}" / "spend.jsonl", [
@@ -279,19 +285,8 @@ def mixed_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         completionStartTime=None,
                         metadata={"error_information": {"error_code": "429", "error_class": "RateLimitError"}}),
     ])
-    with (home / "raw" / "billing" / "focus.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "EffectiveCost", "BilledCost",
-                    "BillingCurrency", "ChargeCategory", "ServiceCategory", "ServiceName", "ResourceId", "SkuId",
-                    "Tags"])
-        for cost, service, tag in (("480.00", "Compute", "m70-h100"), ("10.00", "Networking", "shared"),
-                                   ("7.00", "AI and Machine Learning", "claude-api")):
-            w.writerow([f"{DAY} 00:00:00", "2026-11-17 00:00:00", "2026-11-01 00:00:00", cost, cost, "USD", "Usage",
-                        service, "svc", "r-1", "sku", json.dumps({"tokenledger:deployment": tag})])
-    result = materialize(DAY)
-    assert result.success, failure_text(result)
-    yield home
-    mp.undo()
+    _write_bill(home, [("480.00", "Compute", "m70-h100"), ("10.00", "Networking", "shared"),
+                       ("7.00", "AI and Machine Learning", "claude-api")])
 
 
 def test_a_mixed_day_publishes_one_consistent_set_of_finance_tables(mixed_day: Path) -> None:
