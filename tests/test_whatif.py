@@ -203,3 +203,91 @@ def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
             got = {s: got[s] + counted[s] for s in sizes}
             start = end
         assert got == {s: _lru_by_the_book(requests, s, 4) for s in sizes}, requests
+
+
+# --- a tiny day through Dagster ------------------------------------------------------------------------------------
+
+WHATIF_YAML = """\
+models:
+  m70: {kv_bytes_per_token: 250000}
+scenarios:
+  - {scenario: infinite, cache: infinite}
+  - {scenario: lru-2, cache: lru, size_blocks: 2}
+  - {scenario: lru-2gb, cache: lru, size_gb: 0.002}
+  - {scenario: infinite-affine, cache: infinite, scope: per_replica, routing: session_affine}
+  - {scenario: infinite-random, cache: infinite, scope: per_replica, routing: random}
+traces:
+  five: {kv_block_tokens: 4, replicas: 2}
+"""
+
+
+def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
+    """The five requests on m70-h100 (blocks of 4 tokens; 3 replicas at the end of the day, after the noon
+    scale-up from 16 to 24 GPUs), with a request without hashes, a rejected one and one whose hashes do not fit its
+    input; a $240 GPU charge values the difference. The same five requests land as a trace."""
+    from tests.conftest import failure_text, gateway_dir, materialize, rows
+    from tests.test_cost import charge, write_focus
+
+    config = home / "config"
+    text = (config / "deployments.yaml").read_text()
+    (config / "deployments.yaml").write_text(text.replace("cache_policy: prefix-cache\n",
+                                                          "cache_policy: prefix-cache\n    kv_block_tokens: 4\n", 1))
+    (config / "whatif.yaml").write_text(WHATIF_YAML)
+    observed = {"r1": 0, "r2": 8, "r3": 0, "r4": 8, "r5": 8}
+    records = [request(rid, received_at=f"2026-11-16T10:0{i}:00Z", session_id=session, input_tokens=tokens,
+                       cached_input_tokens=observed[rid], output_tokens=10,
+                       prefix_block_hashes=[HASH[b] for b in blocks])
+               for i, (rid, session, blocks, tokens) in enumerate(FIVE)]
+    records += [request("r6", received_at="2026-11-16T10:06:00Z", input_tokens=100, cached_input_tokens=0,
+                        output_tokens=10),
+                request("r7", received_at="2026-11-16T10:07:00Z", status="rejected", input_tokens=8,
+                        cached_input_tokens=0, output_tokens=0, ttft_ms=..., queue_ms=..., itl_max_ms=..., e2e_ms=...,
+                        http_status=429, prefix_block_hashes=[HASH["A"], HASH["B"]]),
+                request("r8", received_at="2026-11-16T10:08:00Z", input_tokens=20, cached_input_tokens=0,
+                        output_tokens=10, prefix_block_hashes=[7])]
+    write_jsonl(gateway_dir(home, "2026-11-16") / "a.jsonl", records)
+    write_focus(home, [charge("240.00", resource="i-m70-1", sku="p5.48xlarge", tag="m70-h100")])
+    write_jsonl(home / "raw" / "traces" / "five" / "trace.jsonl", [
+        {"timestamp": 1000 * i, "input_length": tokens, "output_length": 10,
+         "hash_ids": [HASH[b] for b in blocks], "session_id": session}
+        for i, (_, session, blocks, tokens) in enumerate(FIVE)])
+
+    result = materialize("2026-11-16")
+    assert result.success, failure_text(result)
+    checks = {(e.event_specific_data.asset_check_key.asset_key.to_user_string(), e.event_specific_data.asset_check_key
+               .name): e.event_specific_data.passed for e in result.all_events
+              if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    assert checks[("infra/cache_whatif_daily", "contract")] and checks[("infra/cache_whatif_traces", "contract")]
+
+    day = {r["scenario"]: r for r in rows(home, "infra", "cache_whatif_daily", "2026-11-16")}
+    assert set(day) == {"infinite", "lru-2", "lru-2gb", "infinite-affine", "infinite-random"}
+    row = day["infinite"]
+    # r6 has no hashes and r7 was rejected: the five plus r8 (20 tokens, one hash: a mismatch, and a miss)
+    assert (row["requests"], row["requests_simulated"], row["requests_block_mismatch"]) == (7, 6, 1)
+    assert (row["replicas"], row["caches"], row["kv_block_tokens"]) == (3, 1, 4)
+    assert (row["input_tokens"], row["simulated_cached_tokens"], row["simulated_recomputed_tokens"]) == (69, 29, 40)
+    assert row["simulated_hit_ratio"] == 29 / 69 and row["observed_hit_ratio"] == 24 / 69
+    # m70's $240 over weighted tokens 0.1 x 24 cached + 145 recomputed + 5 x 70 output = 497.4 (every reached
+    # request counts in the unit costs): each cached token instead of a recomputed one saves 0.9 x 240 / 497.4.
+    assert row["currency"] == "USD" and row["note"] is None
+    assert abs(row["unit_cost_recomputed_per_mtok"] - 240 / 497.4 * 1e6) < 1e-6
+    assert abs(row["cost_change"] - (29 - 24) * -0.9 * 240 / 497.4) < 1e-9
+    assert abs(row["cost_change_per_mtok_input"] - row["cost_change"] / 69 * 1e6) < 1e-6
+    assert {s: r["simulated_cached_tokens"] for s, r in day.items()} == {
+        "infinite": 29, "lru-2": 20, "lru-2gb": 20,
+        # three replicas: md5 puts s1 on replica 2 (r1 r2 r4 r5: 0 + 8 + 12 + 9), s2 on 1, r8 (no session) on 0;
+        # by request id r2 goes to 1, r8 to 0 and r1 r3 r4 r5 to 2 (0 + 0 + 12 + 9)
+        "infinite-affine": 29, "infinite-random": 21}
+    assert (day["lru-2"]["cache_blocks"], day["lru-2gb"]["cache_blocks"], day["infinite-affine"]["caches"]) == (2, 2, 3)
+
+    cur = duckdb.connect().execute("SELECT * FROM read_parquet($p)", {
+        "p": str(home / "lake" / "infra" / "cache_whatif_traces" / "data.parquet")})
+    names = [d[0] for d in cur.description]
+    trace = {r[1]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+    assert {s: trace[s]["simulated_cached_tokens"] for s in ("infinite", "lru-2", "infinite-affine")} == {
+        "infinite": 29, "lru-2": 20, "infinite-affine": 29}
+    assert trace["infinite"]["input_tokens"] == 49 and trace["infinite"]["requests_block_mismatch"] == 0
+    assert trace["lru-2gb"]["note"] == ("trace five has no kv_bytes_per_token in config/whatif.yaml, so a cache of "
+                                        "0.002 GB has no size in blocks")
+    # published with the day, in the warehouse's and finance's reach
+    assert (home / "exports" / "infra" / "cache_whatif_daily" / "day=2026-11-16" / "data.parquet").is_file()
