@@ -20,6 +20,7 @@ from assets.cost import (
 )
 from assets.daily import for_each_day, user_errors
 from assets.quality import ingest_reconciliation_daily, quarantine
+from assets.whatif import cache_whatif_daily
 from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
@@ -31,7 +32,7 @@ from tokenledger.warehouse import refresh_views
 PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
                     capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
                     cost_reconciliation_daily, load_hourly, capacity_plan_daily, slo_hourly,
-                    focus_cost_and_usage_daily]
+                    focus_cost_and_usage_daily, cache_whatif_daily]
 _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
                            description="The warehouse views could be refreshed (another process holding "
                                        "warehouse.duckdb for writing prevents it).")

@@ -5,6 +5,7 @@
     accounting  token split, SLO attainment, goodput     -> infra.*             (assets/accounting.py)
     cost        allocation, $/MTok, showback, reconcile  -> finance.*, focus.*  (assets/cost.py)
     capacity    load tests, capacity, load, plan, review -> infra.*, reports/   (assets/capacity.py)
+    whatif      prefix-cache scenarios over days, traces -> infra.cache_whatif_* (assets/whatif.py)
     publish     the day's tables to exports/ and the warehouse, then the trend (assets/publish.py, trend.py)
 
 Every table is checked against its contract before anything downstream runs (assets/checks.py). The daily
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import accounting, capacity, checks, cost, ingest, publish, quality, trend
+from assets import accounting, capacity, checks, cost, ingest, publish, quality, trend, whatif
 from pipelines.jobs import daily_pipeline
 from pipelines.progress import step_progress
 from pipelines.resources import ledger_resource
@@ -23,7 +24,7 @@ from pipelines.schedules import daily_schedule
 from pipelines.sensors import late_data_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, publish, trend]),
+    assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, whatif, publish, trend]),
     asset_checks=dg.load_asset_checks_from_modules([checks, cost]),
     jobs=[daily_pipeline],
     schedules=[daily_schedule],

@@ -51,5 +51,7 @@ SELECT
     'integer' AS http_status__kind,
     CASE WHEN status = 'failure' THEN error_class END AS error_type__text, 'string' AS error_type__kind,
     spend::VARCHAR AS source_cost__text, 'float' AS source_cost__kind,
-    'true' AS latency_measured__text, 'boolean' AS latency_measured__kind
+    'true' AS latency_measured__text, 'boolean' AS latency_measured__kind,
+    -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
 FROM r

@@ -89,5 +89,7 @@ SELECT
     NULL::VARCHAR AS http_status__text, NULL::VARCHAR AS http_status__kind,
     CASE WHEN f.status = 'failed' THEN f.error_code END AS error_type__text, 'string' AS error_type__kind,
     NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
-    'false' AS latency_measured__text, 'boolean' AS latency_measured__kind
+    'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
+    -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
 FROM mapped

@@ -20,6 +20,7 @@ SELECT
     pp,
     quantization,
     cache_policy,
+    kv_block_tokens,
     gpu_power_w,
     slots_per_replica,
     scale_out_minutes,

@@ -23,6 +23,7 @@ SELECT
     c.reasoning_tokens,
     c.source_cost,
     c.latency_measured,
+    c.prefix_block_hashes,
     c.source,
     c.source_file,
     c.source_line

@@ -162,6 +162,9 @@ SELECT
     NULL::VARCHAR AS http_status__text,
     NULL::VARCHAR AS http_status__kind,
     error_class AS error_type__text,
-    'string' AS error_type__kind
+    'string' AS error_type__kind,
+    -- a bench result file lists no prompt blocks
+    NULL::VARCHAR AS prefix_block_hashes__text,
+    NULL::VARCHAR AS prefix_block_hashes__kind
 FROM placed
 ORDER BY i

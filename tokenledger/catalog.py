@@ -50,6 +50,7 @@ PUBLISHED_TABLES = (
     TableRef("infra", "goodput_hourly"),
     TableRef("infra", "load_hourly"),
     TableRef("infra", "capacity_plan_daily"),
+    TableRef("infra", "cache_whatif_daily"),
     TableRef("finance", "cost_per_mtok_daily", csv_export=True),
     TableRef("finance", "tenant_showback_daily", csv_export=True),
     TableRef("finance", "cost_reconciliation_daily", csv_export=True),

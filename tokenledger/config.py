@@ -1,7 +1,9 @@
-"""The three configuration files, read with their line numbers and checked against their contracts.
+"""The configuration files (three required, whatif.yaml optional), read with their line numbers and checked
+against their contracts.
 
 Each file is flattened into the tables its contract describes (`deployments`; `slo_policy`, `slo_isl_bucket`,
-`cost_policy`, `cost_category_rule`, `list_price`, `rate_card`), typed and checked by the same contract-derived
+`cost_policy`, `cost_category_rule`, `list_price`, `rate_card`; `whatif_scenario`, `whatif_model`,
+`whatif_trace`), typed and checked by the same contract-derived
 SQL that guards the data, and loaded into the step's DuckDB as `cfg_<table>`. Any broken rule is fatal: the
 error names the file, the line, the field and the rule.
 """
@@ -338,6 +340,42 @@ def _flatten_api_prices(version: _Mapping, path: Path, price_version: Any, sheet
         sheets.add(_line(entry), entry, price_version=price_version, price_sheet=name, source=source, **values)
 
 
+WHATIF_FILE = "whatif.yaml"
+SCENARIO_KEYS = {"scenario", "cache", "size_blocks", "size_gb", "scope", "routing"}
+TRACE_KEYS = {"kv_block_tokens", "replicas", "kv_bytes_per_token"}
+# Without config/whatif.yaml the what-if replays the one scenario that needs no parameters: the upper bound.
+DEFAULT_SCENARIO = {"scenario": "infinite", "cache": "infinite", "scope": "shared"}
+
+
+def flatten_whatif(path: Path) -> list[_Rows]:
+    """config/whatif.yaml (optional): scenarios, the KV bytes per token of models, the traces to replay."""
+    scenarios = _Rows("whatif_scenario", path, [], [])
+    models = _Rows("whatif_model", path, [], [])
+    traces = _Rows("whatif_trace", path, [], [])
+    doc = _require_mapping(read_yaml(path), path, "the file", 1) if path.is_file() else _Mapping()
+    _check_keys(doc, {"scenarios", "models", "traces"}, path, "whatif.yaml")
+    entries = doc.get("scenarios")
+    if entries is None:
+        scenarios.add(0, **DEFAULT_SCENARIO)
+    for entry in _require_list(entries or [], path, "scenarios", doc.line_of("scenarios")):
+        entry = _require_mapping(entry, path, "a scenario", doc.line_of("scenarios"))
+        _check_keys(entry, SCENARIO_KEYS, path, "a scenario")
+        scenarios.add(_line(entry), entry, **{k: entry.get(k) for k in SCENARIO_KEYS - {"scope"}},
+                      scope=entry.get("scope", "shared"))
+    model_map = _require_mapping(doc.get("models") or _Mapping(), path, "models", doc.line_of("models"))
+    for model, entry in model_map.items():
+        entry = _require_mapping(entry, path, f"the entry of model {model}", model_map.line_of(model))
+        _check_keys(entry, {"kv_bytes_per_token"}, path, f"the entry of model {model}")
+        models.add(_line(entry), entry, model=model, kv_bytes_per_token=entry.get("kv_bytes_per_token"))
+    trace_map = _require_mapping(doc.get("traces") or _Mapping(), path, "traces", doc.line_of("traces"))
+    for trace, entry in trace_map.items():
+        entry = _require_mapping(entry, path, f"the entry of trace {trace}", trace_map.line_of(trace))
+        _check_keys(entry, TRACE_KEYS, path, f"the entry of trace {trace}")
+        traces.add(_line(entry), entry, trace=trace, **{k: entry.get(k) for k in TRACE_KEYS - {"replicas"}},
+                   replicas=entry.get("replicas", 1))
+    return [scenarios, models, traces]
+
+
 def _or(value: Any, fallback: Any) -> Any:
     return fallback if value is None else value
 
@@ -405,13 +443,14 @@ def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> Non
 
 
 CONFIG_FILES = ("deployments.yaml", "slo.yaml", "costs.yaml")
+OPTIONAL_CONFIG_FILES = (WHATIF_FILE,)
 # Checked config tables by the digest of the files' bytes: every step of a run loads the same files, and checking
 # them against their contracts costs more than the step's own work on a small day.
 _checked: dict[str, dict[str, pa.Table]] = {}
 
 
 def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
-    """Read, check and load all three config files into `cfg_*` temp tables of `con`.
+    """Read, check and load the three config files and the optional whatif.yaml into `cfg_*` temp tables of `con`.
 
     The checked tables are kept per process under the digest of the files' contents, so a file changed between
     two steps is read and checked again, and an unchanged one is not checked twice."""
@@ -419,8 +458,8 @@ def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
     # Every regular file of the config folder: the three files and a price map costs.yaml may name.
     digest = hashlib.sha256(b"".join(
         name.encode() + hashlib.sha256((layout.config / name).read_bytes()).digest()
-        for name in sorted({*CONFIG_FILES, *(p.name for p in layout.config.iterdir() if p.suffix == ".json"
-                                              and p.is_file())}))).hexdigest()
+        for name in sorted({*CONFIG_FILES, *(p.name for p in layout.config.iterdir() if p.is_file() and (
+            p.suffix == ".json" or p.name in OPTIONAL_CONFIG_FILES))}))).hexdigest()
     tables = _checked.get(digest)
     if tables is None:
         config_tables = load_contract("config")
@@ -429,6 +468,9 @@ def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
             _load_rows(con, rows, deployments)
         for rows in flatten_slo(layout.config / "slo.yaml") + flatten_costs(layout.config / "costs.yaml"):
             _load_rows(con, rows, config_tables.table(rows.table))
+        whatif = load_contract("whatif")
+        for rows in flatten_whatif(layout.config / WHATIF_FILE):
+            _load_rows(con, rows, whatif.table(rows.table))
         names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary "
                                            "AND table_name LIKE 'cfg\\_%' ESCAPE '\\'").fetchall()]
         _checked.clear()

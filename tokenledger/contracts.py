@@ -66,6 +66,15 @@ class Column:
     def is_integer(self) -> bool:
         return self.physical_type.upper() in {"BIGINT", "INTEGER"}
 
+    @property
+    def is_list(self) -> bool:
+        """A list column (`<ELEMENT>[]`): its value is a JSON array, or a Parquet list."""
+        return self.physical_type.endswith("[]")
+
+    @property
+    def element_type(self) -> str:
+        return self.physical_type[:-2].upper()
+
 
 @dataclass(frozen=True)
 class RowRule:
@@ -266,8 +275,20 @@ def _from_double(text: str, physical: str) -> str:
 
 def _not_scalar(col: Column) -> tuple[str, ...]:
     """The value kinds that are never a value of the column: objects, arrays, binary, and booleans but in a
-    boolean column."""
+    boolean column; for a list column, anything but an array."""
+    if col.is_list:
+        return ("object", "boolean", "binary", "string", KIND_INTEGER, KIND_FLOAT)
     return NON_SCALAR_KINDS if col.physical_type.upper() != "BOOLEAN" else ("object", "array", "binary")
+
+
+def _integer_list(text: str, physical: str) -> str:
+    """A JSON array of integers as `physical` (BIGINT[] or INTEGER[]), exactly: every element a JSON integer
+    within the element type (a fraction, exponent, string, null or nested array makes the whole value NULL, never
+    a rounded or partial list)."""
+    value = f"try_cast(from_json({text}, '[\"{physical[:-2]}\"]') AS {physical})"
+    integers = (f"coalesce(list_bool_and(list_transform(json_type({text}::JSON, '$[*]'), "
+                f"lambda t: t IN ('BIGINT', 'UBIGINT'))), true)")
+    return f"CASE WHEN {integers} AND list_count({value}) = len({value}) THEN {value} END"
 
 
 def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
@@ -297,8 +318,10 @@ def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
                 f"THEN {text}::JSON END)")
     if physical.endswith("[]"):
         element = physical[:-2]
-        return (f"(CASE WHEN NOT {blank} AND json_valid({text}) AND json_type({text}) = 'ARRAY' "
-                f"THEN try_cast(from_json({text}, '[\"{element}\"]') AS {physical}) END)")
+        array = f"NOT {blank} AND {scalar} AND json_valid({text}) AND json_type({text}) = 'ARRAY'"
+        if element in ("BIGINT", "INTEGER"):
+            return f"(CASE WHEN {array} THEN {_integer_list(text, physical)} END)"
+        return f"(CASE WHEN {array} THEN try_cast(from_json({text}, '[\"{element}\"]') AS {physical}) END)"
     if physical == "VARCHAR":
         numbers_ok = "true" if col.accept_numbers else f"coalesce({k} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)"
         return f"(CASE WHEN NOT {blank} AND {scalar} AND {numbers_ok} THEN {text} END)"
@@ -330,10 +353,17 @@ def _key_like(text: str) -> str:
 
 def raw_text(col: Column, text: str, kind: str | None = None) -> str:
     """The text of a value as the quarantine may keep it: never a JSON object or array (prompt text could ride in
-    one), never a value that looks like a key, and at most 80 characters of a value beyond its maximum length."""
+    one) but an array of numbers in a list column, never a value that looks like a key, and at most 80 characters
+    of a value beyond its maximum length."""
     k = _kind(kind)
-    parts = [f"WHEN {k} IN ('object', 'array') THEN format('[a JSON {{}} was here, not kept]', {k})",
-             f"WHEN {k} = 'binary' THEN '[binary data, not kept]'"]
+    parts = []
+    if col.is_list and col.element_type in ("BIGINT", "INTEGER"):
+        # Digits, commas and signs cannot carry prompt text; 80 characters say enough of a long list.
+        parts.append(f"WHEN {k} = 'array' AND regexp_full_match({text}, '\\[[0-9eE.,+\\- \\t\\r\\n]*\\]') "
+                     f"THEN CASE WHEN length({text}) > 80 THEN left({text}, 80) || format('... [{{}} characters]', "
+                     f"length({text})) ELSE {text} END")
+    parts += [f"WHEN {k} IN ('object', 'array') THEN format('[a JSON {{}} was here, not kept]', {k})",
+              f"WHEN {k} = 'binary' THEN '[binary data, not kept]'"]
     if col.no_raw_keys:
         parts.append(f"WHEN {_key_like(text)} THEN '[looks like an API key, not kept]'")
     if col.max_length is not None:
@@ -373,6 +403,11 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
                         f"AND try_cast({text} AS DOUBLE) = trunc(try_cast({text} AS DOUBLE)) "
                         f"THEN format('{f}: {{}} is beyond the integers tokenledger reads exactly (up to 2^63 - 1 "
                         f"written as digits, 2^53 with a fraction or exponent)', {shown})")
+    if col.is_list:
+        element = "integers" if col.element_type in ("BIGINT", "INTEGER") else col.element_type.lower()
+        bound = " (each within signed 64 bits)" if col.element_type == "BIGINT" else ""
+        branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a JSON array of {element}{bound}', "
+                        f"{shown})")
     branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a valid {col.logical_type}', {shown})")
     bounds = [
         (col.minimum, "<", "below the minimum"),
@@ -431,20 +466,21 @@ def struct_spec(table: Table) -> str:
     return "{" + ", ".join(f'"{c.name}": "JSON"' for c in table.columns) + "}"
 
 
-def json_value_columns(name: str, value: str) -> str:
+def json_value_columns(name: str, value: str, arrays: bool = False) -> str:
     """Select-list items `<name>__text, <name>__kind` for the JSON value `value`: a string's value, a number's
-    digits as written, a boolean's true or false, NULL text for anything else (its kind says what it was, NULL
-    for JSON null)."""
+    digits as written, a boolean's true or false, an array's JSON text when `arrays` (a list column), NULL text
+    for anything else (its kind says what it was, NULL for JSON null)."""
+    array = f"WHEN 'ARRAY' THEN {value}::VARCHAR " if arrays else ""
     return (f"CASE json_type({value}) WHEN 'VARCHAR' THEN {value} ->> '$' WHEN 'BIGINT' THEN {value}::VARCHAR "
             f"WHEN 'UBIGINT' THEN {value}::VARCHAR WHEN 'DOUBLE' THEN {value}::VARCHAR "
-            f"WHEN 'BOOLEAN' THEN {value}::VARCHAR END AS {name}__text, "
+            f"WHEN 'BOOLEAN' THEN {value}::VARCHAR {array}END AS {name}__text, "
             f"{JSON_KIND.format(v=value)} AS {name}__kind")
 
 
 def json_text_columns(table: Table, struct: str) -> str:
     """`json_value_columns` for every contract column of `struct`, the result of
     json_transform(..., struct_spec(table))."""
-    return ", ".join(json_value_columns(c.name, f"{struct}.{c.name}") for c in table.columns)
+    return ", ".join(json_value_columns(c.name, f"{struct}.{c.name}", arrays=c.is_list) for c in table.columns)
 
 
 def validation_query(table: Table, text_relation: str, passthrough: list[str], gate: str | None = None,

@@ -120,14 +120,21 @@ def request_sources() -> dict[str, tuple[str, dict[str, str], Adapter | None]]:
 def _parquet_text_relation(con: duckdb.DuckDBPyConnection, file: LandingFile, table: Table) -> str:
     """Every row of one Parquet file: its 1-based row number, `<name>__text` and `<name>__kind` for every contract
     column. A column the file lacks is taken from the dataset's Hive partition folders, if one names it.
-    Objects, arrays and binary values are not turned into text at all (their kind says what they were)."""
+    Objects, arrays and binary values are not turned into text at all (their kind says what they were), but a list
+    in a list column, which is read as JSON text."""
     schema = parquet_schema(con, file.path, "Parquet")
     partitions = dict(file.partitions)
     items = []
-    for c in table.column_names:
+    for col in table.columns:
+        c = col.name
         if c in schema:
             value_kind = parquet_kind(schema[c])
-            text = "NULL::VARCHAR" if value_kind in ("object", "array", "binary") else f"CAST({quoted(c)} AS VARCHAR)"
+            if value_kind == "array" and col.is_list:
+                text = f"to_json({quoted(c)})::VARCHAR"
+            elif value_kind in ("object", "array", "binary"):
+                text = "NULL::VARCHAR"
+            else:
+                text = f"CAST({quoted(c)} AS VARCHAR)"
             kind_sql = f"'{value_kind}'" if value_kind else "NULL::VARCHAR"
             items.append(f"{text} AS {c}__text, CASE WHEN {quoted(c)} IS NOT NULL THEN {kind_sql} END AS {c}__kind")
         elif c in partitions:

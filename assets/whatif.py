@@ -1,0 +1,67 @@
+"""The prefix-cache what-if (issue 16): the day's requests, and any landed trace, replayed through the caches
+config/whatif.yaml describes. The logic is in tokenledger/whatif.py and tokenledger/lru.py and the SQL file named
+after each table; decisions in docs/decisions.md, "Prefix-cache what-if".
+"""
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from assets.cost import cost_per_mtok_daily
+from assets.daily import for_each_day, user_errors
+from assets.ingest import deployments_daily, gateway_requests
+from pipelines.partitions import daily_partitions, single_run
+from pipelines.resources import LedgerResource
+from tokenledger.config import load_config
+from tokenledger.contracts import load_contract
+from tokenledger.expectations import CRITICAL, validate_files
+from tokenledger.ingest import DayWindow
+from tokenledger.whatif import TRACES, build_cache_whatif_daily, build_cache_whatif_traces, traces_file
+
+_TRACES_CONTRACT = dg.AssetCheckSpec(
+    "contract", asset=dg.AssetKey(list(TRACES)), blocking=True,
+    description=f"Every critical rule of data_contracts/{TRACES[0]}_{TRACES[1]}.odcs.yaml.")
+
+
+@dg.asset(key=["infra", "cache_whatif_daily"], deps=[gateway_requests, deployments_daily, cost_per_mtok_daily],
+          partitions_def=daily_partitions, backfill_policy=single_run, group_name="whatif",
+          kinds={"duckdb", "parquet"})
+def cache_whatif_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """What another prefix cache would have cached of the day's input: per scenario, the requests with block hashes
+    replayed through an infinite cache or an LRU of some size, shared or per replica under session-affine or random
+    routing, with the simulated and observed hit ratios side by side and the change in input cost at the day's unit
+    costs per token class.
+
+    Grain: day x model x deployment_id x scenario (GPU deployments declaring kv_block_tokens or serving requests
+    with prefix_block_hashes). Source: core.gateway_requests, core.deployments_daily, finance.cost_per_mtok_daily,
+    config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
+    data_contracts/infra_cache_whatif_daily.odcs.yaml.
+    """
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
+        return build_cache_whatif_daily(con, ledger.layout, window, scratch)
+
+    return for_each_day(context, ledger, day_fn, needs_config=True)
+
+
+@dg.asset(key=list(TRACES), backfill_policy=single_run, group_name="whatif", kinds={"duckdb", "parquet"},
+          check_specs=[_TRACES_CONTRACT])
+def cache_whatif_traces(context: dg.AssetExecutionContext, ledger: LedgerResource):
+    """The same replay over every trace landed in raw/traces/<trace>/*.jsonl (Mooncake's shape: timestamp,
+    input_length, output_length, hash_ids), without cost: input cached and recomputed per scenario.
+
+    Grain: trace x scenario, all traces in one file (a trace has no day), rebuilt in every run. Source:
+    raw/traces/, config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
+    data_contracts/infra_cache_whatif_traces.odcs.yaml.
+    """
+    table = load_contract(f"{TRACES[0]}_{TRACES[1]}").table()
+    with user_errors(f"replaying the traces of {ledger.layout.raw / 'traces'}"), \
+            ledger.compute() as (con, scratch):
+        load_config(con, ledger.layout)
+        figures = build_cache_whatif_traces(con, ledger.layout, scratch / "traces")
+        validation = validate_files(con, ".".join(TRACES), table, [traces_file(ledger.layout)])
+    yield dg.MaterializeResult(
+        metadata={**figures, "path": dg.MetadataValue.path(str(traces_file(ledger.layout)))},
+        check_results=[dg.AssetCheckResult(check_name="contract", passed=not validation.failed(CRITICAL),
+                                           description=validation.describe(CRITICAL))])

@@ -1,0 +1,22 @@
+-- The day's requests the prefix-cache what-if replays, one row each: those that reached (every status but
+-- rejected) a deployment of whatif_units with a block size and carry prefix_block_hashes. seq is the arrival order
+-- within the deployment, ties broken by request_id, so a replay is the same on every run. replica_affine and
+-- replica_random are the replica a request meets under each routing: a hash of its session_id (of its request_id
+-- when it has none) or of its request_id, modulo the deployment's replicas; md5 so that any tool can repeat it.
+SELECT
+    u.unit,
+    u.unit_id,
+    row_number() OVER (PARTITION BY u.unit ORDER BY r.received_at, r.request_id) AS seq,
+    r.request_id,
+    r.input_tokens,
+    r.cached_input_tokens,
+    r.output_tokens,
+    u.kv_block_tokens,
+    (md5_number(coalesce(r.session_id, r.request_id)) % u.replicas::UHUGEINT)::INTEGER AS replica_affine,
+    (md5_number(r.request_id) % u.replicas::UHUGEINT)::INTEGER AS replica_random,
+    r.prefix_block_hashes AS hashes
+FROM day_requests AS r
+JOIN whatif_units AS u ON u.unit = r.deployment_id
+WHERE r.status <> 'rejected'
+  AND r.prefix_block_hashes IS NOT NULL
+  AND u.kv_block_tokens IS NOT NULL

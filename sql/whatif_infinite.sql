@@ -1,0 +1,37 @@
+-- The infinite cache over whatif_requests, per unit: a block is cached when its hash was seen in an earlier request
+-- of the same cache (the unit's one shared cache, or its replica's under $routing when $scope is per_replica). A
+-- request's cached prefix is its leading run of cached blocks, up to its first block seen for the first time,
+-- counted in tokens up to its input length (the last block is partial). A set computation: the first sighting of
+-- each hash is found by one aggregation, and a request's first miss is the earliest block it sighted first.
+WITH requests AS (
+    SELECT
+        unit,
+        seq,
+        input_tokens,
+        kv_block_tokens,
+        len(hashes) AS blocks,
+        CASE WHEN $scope = 'shared' THEN 0 WHEN $routing = 'random' THEN replica_random ELSE replica_affine END
+            AS cache_part,
+        hashes
+    FROM whatif_requests
+),
+accesses AS (
+    SELECT unit, cache_part, seq, unnest(hashes) AS hash, generate_subscripts(hashes, 1) - 1 AS pos
+    FROM requests
+),
+first_sighting AS (
+    SELECT unit, min({'seq': seq, 'pos': pos}) AS first
+    FROM accesses
+    GROUP BY unit, cache_part, hash
+),
+first_miss AS (
+    SELECT unit, first.seq AS seq, min(first.pos) AS pos
+    FROM first_sighting
+    GROUP BY ALL
+)
+SELECT
+    r.unit,
+    sum(least(coalesce(m.pos, r.blocks) * r.kv_block_tokens, r.input_tokens))::BIGINT AS cached_tokens
+FROM requests AS r
+LEFT JOIN first_miss AS m ON m.unit = r.unit AND m.seq = r.seq
+GROUP BY r.unit

@@ -1,0 +1,293 @@
+"""The prefix-cache what-if (issue 16): block hashes in the gateway contract, the simulation's formulas on
+hand-worked traces, and the daily table through Dagster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from tests.conftest import request, write_jsonl
+from tokenledger.ingest import stage_gateway_files
+from tokenledger.landing import LandingFile
+
+
+def _staged(tmp_path: Path, path: Path, fmt: str) -> dict[str, tuple]:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    [staged] = stage_gateway_files(con, [LandingFile(path, fmt)], tmp_path / "stage")
+    return {r[0]: (r[1], r[2]) for r in con.execute(
+        "SELECT request_id, prefix_block_hashes, reason FROM read_parquet($p)", {"p": str(staged)}).fetchall()}
+
+
+def test_block_hashes_are_read_exactly_or_quarantined_with_the_rule(tmp_path: Path) -> None:
+    records = [
+        request("plain", prefix_block_hashes=[7, 8, -9]),
+        request("none"),
+        request("empty", prefix_block_hashes=[]),
+        request("fraction", prefix_block_hashes=[1, 2.5]),
+        request("text", prefix_block_hashes=["prompt text"]),
+        request("scalar", prefix_block_hashes=12),
+        request("beyond", prefix_block_hashes=[2**63]),
+        request("largest", prefix_block_hashes=[2**63 - 1]),
+    ]
+    got = _staged(tmp_path, write_jsonl(tmp_path / "a.jsonl", records), "jsonl")
+    assert got["plain"] == ([7, 8, -9], None)
+    assert got["none"] == (None, None)
+    assert got["empty"] == ([], None)
+    assert got["largest"] == ([2**63 - 1], None)
+    assert got["fraction"] == (None, "prefix_block_hashes: [1,2.5] is not a JSON array of integers (each within "
+                                     "signed 64 bits)")
+    # a string inside the array could be prompt text: it is never repeated in the reason
+    assert got["text"] == (None, "prefix_block_hashes: [a JSON array was here, not kept] is not a JSON array of "
+                                 "integers (each within signed 64 bits)")
+    assert got["scalar"] == (None, "prefix_block_hashes: a value of type integer is not a valid array")
+    assert got["beyond"][0] is None and "9223372036854775808" in got["beyond"][1]
+
+    # Parquet: a list column is read through its JSON text, so the same rules hold
+    base = ", ".join(f"{v!r} AS {k}" for k, v in request("x").items() if k != "request_id")
+    got = {}
+    for name, values in (("signed", "('pq-1', [5, -6]::BIGINT[]), ('pq-2', NULL)"),
+                         ("unsigned", "('pq-3', [1]::UBIGINT[]), ('pq-4', [18446744073709551615]::UBIGINT[])")):
+        parquet = tmp_path / f"{name}.parquet"
+        duckdb.connect().execute(f"COPY (SELECT *, {base} FROM (VALUES {values}) t(request_id, prefix_block_hashes)) "
+                                 "TO $p (FORMAT PARQUET)", {"p": str(parquet)})
+        got.update(_staged(tmp_path / name, parquet, "parquet"))
+    assert got["pq-1"] == ([5, -6], None)
+    assert got["pq-2"] == (None, None)
+    assert got["pq-3"] == ([1], None)
+    assert got["pq-4"] == (None, "prefix_block_hashes: [18446744073709551615] is not a JSON array of integers "
+                                 "(each within signed 64 bits)")
+
+
+# --- the replay, hand-worked -----------------------------------------------------------------------------------
+#
+# Five requests to deployment d1 (blocks of 4 tokens, two replicas), in this order:
+#
+#   r1  session s1  [A, B, C]     10 tokens (4 + 4 + 2: the last block is partial)
+#   r2  session s1  [A, B, D]     12 tokens
+#   r3  session s2  [E]            3 tokens
+#   r4  session s1  [A, B, C, F]  15 tokens
+#   r5  session s1  [A, B, C]      9 tokens (4 + 4 + 1)
+#
+# Infinite cache, shared: r1 0, r2 A B = 8, r3 0, r4 A B C = 12, r5 A B C = 12 tokens of blocks but 9 of input:
+# 29 of 49 tokens cached.
+#
+# LRU of 2 blocks, shared. A request looks its blocks up when it arrives, then touches them last to first (its
+# head most recent). r1 misses and leaves {B, A}; r2 hits A B (8) and leaves {B, A}; r3 misses E and leaves
+# {A, E}; r4 hits A only (4), leaves {B, A}; r5 hits A B (8): 20 tokens.
+#
+# Two replicas, each its own cache. md5 puts session s1 on replica 1, s2 on replica 0, and the request ids r1 r2 r4
+# on replica 0, r3 r5 on replica 1 (int.from_bytes(md5(id), 'little') % 2, DuckDB's md5_number % 2).
+#   session-affine, infinite: replica 1 sees r1 r2 r4 r5 (0 + 8 + 12 + 9), replica 0 r3 (0): 29.
+#   random, infinite: replica 0 sees r1 r2 r4 (0 + 8 + 12), replica 1 r3 r5 (0 + 0: A is new there): 20.
+#   session-affine, LRU of 2: replica 1: r1 0, r2 8, r4 A B (8), r5 A B (8) = 24; replica 0: 0. 24.
+#   random, LRU of 2: replica 0: r1 0, r2 8, r4 8 = 16; replica 1: 0. 16.
+
+FIVE = [("r1", "s1", ["A", "B", "C"], 10), ("r2", "s1", ["A", "B", "D"], 12), ("r3", "s2", ["E"], 3),
+        ("r4", "s1", ["A", "B", "C", "F"], 15), ("r5", "s1", ["A", "B", "C"], 9)]
+HASH = {name: value for value, name in enumerate("ABCDEF", start=101)}
+SCENARIOS = [
+    ("infinite", "infinite", None, None, "shared", None),
+    ("lru-2", "lru", 2, None, "shared", None),
+    ("lru-2gb", "lru", None, 0.002, "shared", None),  # 0.002 GB / (250,000 bytes x 4 tokens) = 2 blocks
+    ("infinite-affine", "infinite", None, None, "per_replica", "session_affine"),
+    ("infinite-random", "infinite", None, None, "per_replica", "random"),
+    ("lru-2-affine", "lru", 2, None, "per_replica", "session_affine"),
+    ("lru-2-random", "lru", 2, None, "per_replica", "random"),
+    ("lru-1tb", "lru", None, 1000.0, "shared", None),  # far more blocks than the day has: the infinite cache
+]
+
+
+def _day_tables(con: duckdb.DuckDBPyConnection, requests: list[tuple], scenarios: list[tuple] = SCENARIOS,
+                kv_bytes: int | None = 250_000) -> None:
+    """The tables a day's replay reads, by hand: day_requests, day_deployments and the what-if config."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TEMP TABLE day_requests (request_id VARCHAR, received_at TIMESTAMPTZ, deployment_id VARCHAR, "
+                "session_id VARCHAR, status VARCHAR, input_tokens BIGINT, cached_input_tokens BIGINT, "
+                "output_tokens BIGINT, prefix_block_hashes BIGINT[])")
+    for minute, (rid, session, blocks, tokens) in enumerate(requests):
+        con.execute("INSERT INTO day_requests VALUES ($rid, TIMESTAMPTZ '2026-11-16 10:00:00+00' + "
+                    "to_minutes($minute), 'd1', $session, 'ok', $tokens, 0, 10, $hashes)",
+                    {"rid": rid, "minute": minute, "session": session, "tokens": tokens,
+                     "hashes": None if blocks is None else [HASH[b] for b in blocks]})
+    con.execute("CREATE TEMP TABLE day_deployments AS SELECT 'd1' AS deployment_id, 'm' AS model, 'gpu' AS kind, "
+                "4 AS kv_block_tokens, 2 AS replicas, TIMESTAMPTZ '2026-11-17 00:00:00+00' AS in_force_to")
+    con.execute("CREATE TEMP TABLE cfg_whatif_model AS SELECT 'm' AS model, $b::BIGINT AS kv_bytes_per_token "
+                "WHERE $b IS NOT NULL", {"b": kv_bytes})
+    con.execute("CREATE TEMP TABLE cfg_whatif_scenario (scenario VARCHAR, cache VARCHAR, size_blocks BIGINT, "
+                "size_gb DOUBLE, scope VARCHAR, routing VARCHAR)")
+    con.executemany("INSERT INTO cfg_whatif_scenario VALUES (?, ?, ?, ?, ?, ?)", scenarios)
+
+
+def _replayed(tmp_path: Path, requests: list[tuple], chunk_accesses: int = 1 << 20, **kw) -> dict[str, int | None]:
+    from tokenledger.whatif import replay_day
+
+    con = duckdb.connect()
+    _day_tables(con, requests, **kw)
+    replay_day(con, tmp_path, chunk_accesses)
+    results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
+    notes = dict(con.execute("SELECT scenario, note FROM whatif_scenario_units WHERE note IS NOT NULL").fetchall())
+    return {s[0]: results.get(s[0], notes.get(s[0])) for s in kw.get("scenarios", SCENARIOS)}
+
+
+def test_five_requests_through_every_cache_by_hand(tmp_path: Path) -> None:
+    assert _replayed(tmp_path, FIVE) == {
+        "infinite": 29, "lru-2": 20, "lru-2gb": 20, "infinite-affine": 29, "infinite-random": 20,
+        "lru-2-affine": 24, "lru-2-random": 16, "lru-1tb": 29}
+
+
+def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
+    # A chunk of 3 accesses holds one request at most: every cache state crosses a chunk boundary.
+    assert _replayed(tmp_path, FIVE, chunk_accesses=3) == _replayed(tmp_path / "one", FIVE)
+
+
+def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:
+    # Both requests are one block of 4 tokens; the second is cached whole, yet holds 1 token only.
+    only = [("infinite", "infinite", None, None, "shared", None)]
+    assert _replayed(tmp_path, [("a", None, ["A"], 4), ("b", None, ["A"], 1)], scenarios=only) == {"infinite": 1}
+
+
+def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: Path) -> None:
+    from tokenledger.whatif import replay_day
+
+    con = duckdb.connect()
+    _day_tables(con, FIVE + [("r6", "s1", None, 100)], kv_bytes=None)
+    assert replay_day(con, tmp_path) == 5  # r6 carries no hashes
+    note = con.execute("SELECT note FROM whatif_scenario_units WHERE scenario = 'lru-2gb'").fetchone()[0]
+    assert note == ("model m has no kv_bytes_per_token in config/whatif.yaml, so a cache of 0.002 GB has no size in "
+                    "blocks")
+
+
+def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tokens: int) -> int:
+    """The cached tokens of an LRU cache of `size` blocks, one request and one block at a time."""
+    from collections import OrderedDict
+
+    cache: OrderedDict[int, None] = OrderedDict()
+    total = 0
+    for hashes, tokens in requests:
+        run = next((i for i, h in enumerate(hashes) if h not in cache), len(hashes))
+        total += min(run * block_tokens, tokens)
+        for h in reversed(hashes):
+            cache[h] = None
+            cache.move_to_end(h)
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return total
+
+
+def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
+    import numpy as np
+
+    from tokenledger.lru import LruCache, cached_tokens, replay_chunk
+
+    rng = np.random.default_rng(16)
+    sizes = [1, 2, 3, 5, 8, 13, 1000]
+    for _ in range(60):
+        requests = []
+        for _ in range(int(rng.integers(1, 40))):
+            n = int(rng.integers(0, 6))
+            if rng.random() < 0.7:  # prefix hashes of a few conversations
+                root = int(rng.integers(0, 4)) * 100 + int(rng.integers(0, 3)) * 10
+                hashes = [root + k for k in range(n)]
+            else:  # anything, repeats within a request included
+                hashes = [int(h) for h in rng.integers(0, 12, n)]
+            requests.append((hashes, max(0, 4 * n - int(rng.integers(0, 4)))))
+        cache, got, start = LruCache(max(sizes)), dict.fromkeys(sizes, 0), 0
+        while start < len(requests):  # chunks of whole requests, of random lengths
+            end = min(len(requests), start + int(rng.integers(1, 8)))
+            chunk = [(i, h, requests[i][1]) for i in range(start, end) for h in reversed(requests[i][0])]
+            seq, hashes, tokens = (np.array(c, dtype=np.int64) for c in zip(*chunk, strict=True)) if chunk else (
+                np.empty(0, dtype=np.int64),) * 3
+            counted = cached_tokens(seq, replay_chunk(cache, seq, hashes), tokens, np.full(len(seq), 4), sizes)
+            got = {s: got[s] + counted[s] for s in sizes}
+            start = end
+        assert got == {s: _lru_by_the_book(requests, s, 4) for s in sizes}, requests
+
+
+# --- a tiny day through Dagster ------------------------------------------------------------------------------------
+
+WHATIF_YAML = """\
+models:
+  m70: {kv_bytes_per_token: 250000}
+scenarios:
+  - {scenario: infinite, cache: infinite}
+  - {scenario: lru-2, cache: lru, size_blocks: 2}
+  - {scenario: lru-2gb, cache: lru, size_gb: 0.002}
+  - {scenario: infinite-affine, cache: infinite, scope: per_replica, routing: session_affine}
+  - {scenario: infinite-random, cache: infinite, scope: per_replica, routing: random}
+traces:
+  five: {kv_block_tokens: 4, replicas: 2}
+"""
+
+
+def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
+    """The five requests on m70-h100 (blocks of 4 tokens; 3 replicas at the end of the day, after the noon
+    scale-up from 16 to 24 GPUs), with a request without hashes, a rejected one and one whose hashes do not fit its
+    input; a $240 GPU charge values the difference. The same five requests land as a trace."""
+    from tests.conftest import failure_text, gateway_dir, materialize, rows
+    from tests.test_cost import charge, write_focus
+
+    config = home / "config"
+    text = (config / "deployments.yaml").read_text()
+    (config / "deployments.yaml").write_text(text.replace("cache_policy: prefix-cache\n",
+                                                          "cache_policy: prefix-cache\n    kv_block_tokens: 4\n", 1))
+    (config / "whatif.yaml").write_text(WHATIF_YAML)
+    observed = {"r1": 0, "r2": 8, "r3": 0, "r4": 8, "r5": 8}
+    records = [request(rid, received_at=f"2026-11-16T10:0{i}:00Z", session_id=session, input_tokens=tokens,
+                       cached_input_tokens=observed[rid], output_tokens=10,
+                       prefix_block_hashes=[HASH[b] for b in blocks])
+               for i, (rid, session, blocks, tokens) in enumerate(FIVE)]
+    records += [request("r6", received_at="2026-11-16T10:06:00Z", input_tokens=100, cached_input_tokens=0,
+                        output_tokens=10),
+                request("r7", received_at="2026-11-16T10:07:00Z", status="rejected", input_tokens=8,
+                        cached_input_tokens=0, output_tokens=0, ttft_ms=..., queue_ms=..., itl_max_ms=..., e2e_ms=...,
+                        http_status=429, prefix_block_hashes=[HASH["A"], HASH["B"]]),
+                request("r8", received_at="2026-11-16T10:08:00Z", input_tokens=20, cached_input_tokens=0,
+                        output_tokens=10, prefix_block_hashes=[7])]
+    write_jsonl(gateway_dir(home, "2026-11-16") / "a.jsonl", records)
+    write_focus(home, [charge("240.00", resource="i-m70-1", sku="p5.48xlarge", tag="m70-h100")])
+    write_jsonl(home / "raw" / "traces" / "five" / "trace.jsonl", [
+        {"timestamp": 1000 * i, "input_length": tokens, "output_length": 10,
+         "hash_ids": [HASH[b] for b in blocks], "session_id": session}
+        for i, (_, session, blocks, tokens) in enumerate(FIVE)])
+
+    result = materialize("2026-11-16")
+    assert result.success, failure_text(result)
+    checks = {(e.event_specific_data.asset_check_key.asset_key.to_user_string(), e.event_specific_data.asset_check_key
+               .name): e.event_specific_data.passed for e in result.all_events
+              if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    assert checks[("infra/cache_whatif_daily", "contract")] and checks[("infra/cache_whatif_traces", "contract")]
+
+    day = {r["scenario"]: r for r in rows(home, "infra", "cache_whatif_daily", "2026-11-16")}
+    assert set(day) == {"infinite", "lru-2", "lru-2gb", "infinite-affine", "infinite-random"}
+    row = day["infinite"]
+    # r6 has no hashes and r7 was rejected: the five plus r8 (20 tokens, one hash: a mismatch, and a miss)
+    assert (row["requests"], row["requests_simulated"], row["requests_block_mismatch"]) == (7, 6, 1)
+    assert (row["replicas"], row["caches"], row["kv_block_tokens"]) == (3, 1, 4)
+    assert (row["input_tokens"], row["simulated_cached_tokens"], row["simulated_recomputed_tokens"]) == (69, 29, 40)
+    assert row["simulated_hit_ratio"] == 29 / 69 and row["observed_hit_ratio"] == 24 / 69
+    # m70's $240 over weighted tokens 0.1 x 24 cached + 145 recomputed + 5 x 70 output = 497.4 (every reached
+    # request counts in the unit costs): each cached token instead of a recomputed one saves 0.9 x 240 / 497.4.
+    assert row["currency"] == "USD" and row["note"] is None
+    assert abs(row["unit_cost_recomputed_per_mtok"] - 240 / 497.4 * 1e6) < 1e-6
+    assert abs(row["cost_change"] - (29 - 24) * -0.9 * 240 / 497.4) < 1e-9
+    assert abs(row["cost_change_per_mtok_input"] - row["cost_change"] / 69 * 1e6) < 1e-6
+    assert {s: r["simulated_cached_tokens"] for s, r in day.items()} == {
+        "infinite": 29, "lru-2": 20, "lru-2gb": 20,
+        # three replicas: md5 puts s1 on replica 2 (r1 r2 r4 r5: 0 + 8 + 12 + 9), s2 on 1, r8 (no session) on 0;
+        # by request id r2 goes to 1, r8 to 0 and r1 r3 r4 r5 to 2 (0 + 0 + 12 + 9)
+        "infinite-affine": 29, "infinite-random": 21}
+    assert (day["lru-2"]["cache_blocks"], day["lru-2gb"]["cache_blocks"], day["infinite-affine"]["caches"]) == (2, 2, 3)
+
+    cur = duckdb.connect().execute("SELECT * FROM read_parquet($p)", {
+        "p": str(home / "lake" / "infra" / "cache_whatif_traces" / "data.parquet")})
+    names = [d[0] for d in cur.description]
+    trace = {r[1]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+    assert {s: trace[s]["simulated_cached_tokens"] for s in ("infinite", "lru-2", "infinite-affine")} == {
+        "infinite": 29, "lru-2": 20, "infinite-affine": 29}
+    assert trace["infinite"]["input_tokens"] == 49 and trace["infinite"]["requests_block_mismatch"] == 0
+    assert trace["lru-2gb"]["note"] == ("trace five has no kv_bytes_per_token in config/whatif.yaml, so a cache of "
+                                        "0.002 GB has no size in blocks")
+    # published with the day, in the warehouse's and finance's reach
+    assert (home / "exports" / "infra" / "cache_whatif_daily" / "day=2026-11-16" / "data.parquet").is_file()

@@ -1,0 +1,218 @@
+"""The prefix-cache what-if: the input a day's requests (or a trace's) would have found cached under another cache
+size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Prefix-cache what-if").
+
+A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
+unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
+scenario, cached_tokens). The infinite cache is a set computation in DuckDB (sql/whatif_infinite.sql); an LRU
+cache is replayed by tokenledger/lru.py over the block accesses streamed from DuckDB in arrival order, a chunk
+at a time, one pass per scope and routing for every size at once. Nothing holds a day's requests in memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from tokenledger import lake
+from tokenledger.accounting import attach_day, attach_inputs
+from tokenledger.contracts import load_contract, validation_query
+from tokenledger.duck import register_arrow, run_sql, sql_path, statement, used_params
+from tokenledger.errors import ConfigError, InputFileError
+from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
+from tokenledger.landing import landing_files
+from tokenledger.lru import CHUNK_ACCESSES, LruCache, cached_tokens, replay_chunk
+from tokenledger.paths import HomeLayout
+from tokenledger.readers import check_some_records, jsonl_lines, read_error
+
+TRACES = ("infra", "cache_whatif_traces")
+TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
+_EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in a trace is skipped, not an error
+_STREAM = ("unit_id", "cache_part", "seq", "hash", "input_tokens", "kv_block_tokens")
+
+
+def replay(con: duckdb.DuckDBPyConnection, chunk_accesses: int = CHUNK_ACCESSES) -> int:
+    """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results`; returns
+    the number of (unit, scenario) results."""
+    results: list[tuple[str, str, int]] = []
+    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
+                                      "AND cache = 'infinite' ORDER BY ALL").fetchall():
+        cached = dict(run_sql(con, "whatif_infinite", {"scope": scope, "routing": routing}).fetchall())
+        scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
+                                "'infinite' AND scope = $scope AND routing IS NOT DISTINCT FROM $routing",
+                                {"scope": scope, "routing": routing}).fetchall()
+        results += [(unit, scenario, cached.get(unit, 0)) for unit, scenario in scenarios]
+    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
+                                      "AND cache = 'lru' ORDER BY ALL").fetchall():
+        scenarios = con.execute(
+            "SELECT u.unit_id, s.unit, s.scenario, s.cache_blocks FROM whatif_scenario_units AS s JOIN whatif_units "
+            "AS u USING (unit) WHERE s.note IS NULL AND s.cache = 'lru' AND s.scope = $scope "
+            "AND s.routing IS NOT DISTINCT FROM $routing", {"scope": scope, "routing": routing}).fetchall()
+        sizes: dict[int, set[int]] = {}
+        for unit_id, _, _, blocks in scenarios:
+            sizes.setdefault(unit_id, set()).add(int(blocks))
+        cached = _replay_lru(con, scope, routing, sizes, chunk_accesses)
+        results += [(unit, scenario, cached.get((unit_id, int(blocks)), 0))
+                    for unit_id, unit, scenario, blocks in scenarios]
+    table = pa.table({"unit": pa.array([r[0] for r in results], pa.string()),
+                      "scenario": pa.array([r[1] for r in results], pa.string()),
+                      "cached_tokens": pa.array([r[2] for r in results], pa.int64())})
+    register_arrow(con, "_whatif_results", table)
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE whatif_results AS SELECT * FROM _whatif_results")
+    finally:
+        con.unregister("_whatif_results")
+    return len(results)
+
+
+def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, sizes: dict[int, set[int]],
+                chunk_accesses: int) -> dict[tuple[int, int], int]:
+    """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass.
+
+    The accesses arrive ordered by cache, then arrival; each chunk ends on a request boundary, and a cache's
+    recency order (at most its largest size) is carried from one chunk to the next."""
+    totals: dict[tuple[int, int], int] = {}
+    params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
+    text = statement("whatif_accesses")
+    # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
+    reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(chunk_accesses)
+    pending: dict[str, np.ndarray] | None = None
+    stream: tuple[int, int] | None = None
+    cache: LruCache | None = None
+
+    def flush(part: dict[str, np.ndarray]) -> None:
+        nonlocal stream, cache
+        key = part["unit_id"].astype(np.int64) << 32 | part["cache_part"].astype(np.int64)
+        for run in np.split(np.arange(len(key)), np.flatnonzero(key[1:] != key[:-1]) + 1):
+            unit_id, cache_part = int(part["unit_id"][run[0]]), int(part["cache_part"][run[0]])
+            if stream != (unit_id, cache_part):
+                stream, cache = (unit_id, cache_part), LruCache(max(sizes[unit_id]))
+            seq = part["seq"][run]
+            smallest = replay_chunk(cache, seq, part["hash"][run])
+            counted = cached_tokens(seq, smallest, part["input_tokens"][run], part["kv_block_tokens"][run],
+                                    sorted(sizes[unit_id]))
+            for size, tokens in counted.items():
+                totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
+
+    for batch in reader:
+        arrays = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _STREAM}
+        pending = arrays if pending is None else {k: np.concatenate([pending[k], arrays[k]]) for k in _STREAM}
+        if len(pending["seq"]) < chunk_accesses:
+            continue
+        # Cut after the last complete request: the rows of the request still arriving wait for the next batch.
+        last = len(pending["seq"]) - 1
+        same = ((pending["seq"] == pending["seq"][last]) & (pending["unit_id"] == pending["unit_id"][last])
+                & (pending["cache_part"] == pending["cache_part"][last]))
+        cut = int(np.flatnonzero(~same)[-1]) + 1 if (~same).any() else 0
+        if cut:
+            flush({k: v[:cut] for k, v in pending.items()})
+            pending = {k: v[cut:] for k, v in pending.items()}
+    if pending is not None and len(pending["seq"]):
+        flush(pending)
+    return totals
+
+
+# --- a day -----------------------------------------------------------------------------------------------------
+
+def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES) -> int:
+    """Replay the day's requests (`day_requests`, `day_deployments`, config loaded) through every scenario: creates
+    whatif_units, whatif_requests (a file in scratch), whatif_scenario_units and whatif_results; returns the
+    number of requests replayed."""
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_day_units"))
+    return _replay_requests(con, "whatif_day_requests", scratch, chunk_accesses)
+
+
+def _replay_requests(con: duckdb.DuckDBPyConnection, requests_sql: str, scratch: Path, chunk_accesses: int) -> int:
+    requests = scratch / f"{requests_sql}.parquet"
+    scratch.mkdir(parents=True, exist_ok=True)
+    replayed = lake.write_query(con, statement(requests_sql), requests)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet({sql_path(requests)})")
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
+    replay(con, chunk_accesses)
+    return replayed
+
+
+def build_cache_whatif_daily(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                             scratch: Path) -> dict[str, Any]:
+    """infra.cache_whatif_daily for the day (config loaded): the day's requests with block hashes replayed through
+    every scenario, valued at the day's unit costs (finance.cost_per_mtok_daily)."""
+    attach_inputs(con, layout, window)
+    attach_day(con, layout, window, "day_costs", "finance", "cost_per_mtok_daily")
+    replayed = replay_day(con, scratch)
+    target = lake.day_file(layout.lake, "infra", "cache_whatif_daily", window.day)
+    rows = lake.write_query(con, statement("cache_whatif_daily"), target, window.params())
+    return {"rows": rows, "replayed_requests": replayed}
+
+
+# --- traces ----------------------------------------------------------------------------------------------------
+
+def traces_dir(layout: HomeLayout) -> Path:
+    return layout.raw / "traces"
+
+
+def traces_file(layout: HomeLayout) -> Path:
+    """The one file of infra.cache_whatif_traces: a trace has no day."""
+    return layout.lake / TRACES[0] / TRACES[1] / lake.DATA_FILE
+
+
+def _stage_traces(con: duckdb.DuckDBPyConnection, layout: HomeLayout, scratch: Path) -> list[Path]:
+    """Type every line of every trace file by data_contracts/trace_request.odcs.yaml into scratch; a line that
+    breaks a rule stops the replay naming file, line and rule (a trace is an input to study, not a day to publish
+    with a quarantine)."""
+    root = traces_dir(layout)
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    declared = {r[0] for r in con.execute("SELECT trace FROM cfg_whatif_trace").fetchall()}
+    undeclared = [f.name for f in folders if f.name not in declared]
+    if undeclared:
+        raise ConfigError(
+            f"{root}: trace folder(s) {', '.join(undeclared)} have no entry under traces: in "
+            f"{layout.config / 'whatif.yaml'}, so their block size is unknown. Add one per trace, for example "
+            f"`traces: {{{undeclared[0]}: {{kv_block_tokens: 512}}}}` (Mooncake's traces use 512), and re-run.")
+    table = load_contract("trace_request").table()
+    staged = []
+    for folder in folders:
+        for index, file in enumerate(landing_files(folder, TRACE_FORMATS, "trace")):
+            target = scratch / "traces" / folder.name / f"{index:06d}.parquet"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            passthrough = [f"'{folder.name}' AS trace", "$file AS source_file", "source_line",
+                           "line_problem IS NULL AS is_record"]
+            with jsonl_lines(con, file.path) as (cur, lines):
+                query = validation_query(table, _jsonl_text_relation(table, lines), passthrough, gate="line_problem",
+                                         kinds=True)
+                try:
+                    lake.write_query(cur, query, target, {"file": file.path.name})
+                except duckdb.Error as exc:
+                    raise read_error(file.path, "JSON Lines", exc) from None
+            check_some_records(con, target, file.path, "trace")
+            broken = con.execute(f"SELECT source_line, reason FROM read_parquet({sql_path(target)}) "
+                                 f"WHERE reason IS NOT NULL AND reason <> '{_EMPTY_LINE}' ORDER BY source_line "
+                                 "LIMIT 5").fetchall()
+            if broken:
+                lines_text = "\n".join(f"  {file.path} line {line}: {reason}" for line, reason in broken)
+                raise InputFileError(f"{file.path} breaks the trace_request contract "
+                                     f"(data_contracts/trace_request.odcs.yaml):\n{lines_text}\nFix or remove "
+                                     "these lines (every line is one request), then re-run.")
+            staged.append(target)
+    return staged
+
+
+def build_cache_whatif_traces(con: duckdb.DuckDBPyConnection, layout: HomeLayout, scratch: Path) -> dict[str, Any]:
+    """infra.cache_whatif_traces (config loaded): every trace of raw/traces/ replayed through every scenario."""
+    staged = _stage_traces(con, layout, scratch)
+    columns = ", ".join(["trace", "source_file", "source_line"] + load_contract("trace_request").table().column_names)
+    if staged:
+        files = ", ".join(sql_path(p) for p in staged)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW staged_traces AS SELECT {columns} FROM read_parquet([{files}]) "
+                    "WHERE reason IS NULL")
+    else:
+        con.execute("CREATE OR REPLACE TEMP VIEW staged_traces AS SELECT NULL::VARCHAR AS trace, NULL::VARCHAR AS "
+                    "source_file, NULL::BIGINT AS source_line, NULL::DOUBLE AS timestamp, NULL::BIGINT AS "
+                    "input_length, NULL::BIGINT AS output_length, NULL::BIGINT[] AS hash_ids, NULL::VARCHAR AS "
+                    "session_id WHERE false")
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_trace_units"))
+    replayed = _replay_requests(con, "whatif_trace_requests", scratch, CHUNK_ACCESSES)
+    rows = lake.write_query(con, statement("cache_whatif_traces"), traces_file(layout))
+    return {"rows": rows, "replayed_requests": replayed, "traces": len({p.parent for p in staged})}
