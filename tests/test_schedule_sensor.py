@@ -61,8 +61,10 @@ def test_a_late_file_in_a_processed_day_requests_that_day_again(home: Path) -> N
         assert _evaluate_sensor(instance) == []
 
 
-def test_a_late_billing_file_requests_the_processed_days_it_covers(home: Path) -> None:
+def test_a_late_billing_file_requests_the_processed_days_it_covers(home: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     warnings.filterwarnings("ignore")
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "all")  # processed days without request logs
     with dg.DagsterInstance.ephemeral() as instance:
         job = defs.resolve_job_def("daily_pipeline")
         for day in ("2026-11-16", "2026-11-17"):
