@@ -30,7 +30,7 @@ from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import MANIFESTS, manifest_name, published_exports
+from tokenledger.publishing import manifest_path, published_exports
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
@@ -546,8 +546,7 @@ def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWind
 def _published_run(layout: HomeLayout, day: date) -> str | None:
     """The Dagster run that published the day's files, from the day's manifest (tokenledger/publishing.py)."""
     try:
-        manifest = published_exports(layout) / MANIFESTS / manifest_name(day)
-        return json.loads(manifest.read_text(encoding="utf-8")).get("run_id")
+        return json.loads(manifest_path(layout, day).read_text(encoding="utf-8")).get("run_id")
     except (OSError, ValueError):
         return None
 

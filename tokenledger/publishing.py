@@ -86,6 +86,11 @@ def published_exports(layout: HomeLayout) -> Path:
     return version / EXPORTS if version else layout.exports
 
 
+def manifest_path(layout: HomeLayout, day: date) -> Path:
+    """The manifest of a published day, in the version readers see now."""
+    return published_exports(layout) / MANIFESTS / manifest_name(day)
+
+
 def manifest_name(day: date) -> str:
     return f"{MANIFESTS}/day={day.isoformat()}.json"
 
