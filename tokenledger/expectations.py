@@ -275,7 +275,11 @@ def _schema_counts(table: Table, actual: dict[str, str]) -> list[Finding]:
 def _day_relation(table: Table, columns: dict[str, str], day_columns: set[str]) -> str:
     """The CTE naming one day's rows as the contract's table (set rules are written against that name), with
     every column of the run's files: a column another day has and this one lacks is missing (NULL) here."""
-    items = [name if name in day_columns else f"NULL::{kind} AS {name}" for name, kind in columns.items()]
+    def quoted(name: str) -> str:  # a file may hold columns the contract does not name, in any spelling
+        return '"' + name.replace('"', '""') + '"'
+
+    items = [quoted(name) if name in day_columns else f"NULL::{kind} AS {quoted(name)}"
+             for name, kind in columns.items()]
     return f"WITH {table.name} AS NOT MATERIALIZED (SELECT {', '.join(items)} FROM read_parquet($file)) "
 
 
