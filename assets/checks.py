@@ -1,14 +1,16 @@
 """Blocking checks between computing a day and publishing it: a failing check stops that run's publishing.
 
-Every table in the catalog gets a `contract` check (blocking: the critical rules of its contract, as a GX suite
-plus whole-table rules, see tokenledger/expectations.py) and, when its contract has warning rules, a
-`contract_warnings` check that never blocks. Cross-table checks guard what no single contract can: every day and
-source reconciles, the quarantine stays small, every model in the logs is in the inventory.
+Every table in the catalog gets a `contract` check (blocking: the critical rules of its contract, counted in DuckDB
+and judged by a GX suite, see tokenledger/expectations.py) and, when its contract has warning rules, a
+`contract_warnings` check that never blocks; both come from one step and one pass over the day's rows.
+Cross-table checks guard what no single contract can: every day and source reconciles, the quarantine stays
+small, every model in the logs is in the inventory.
 
 Each check reads the day files its asset wrote (for a ranged run, every day of the range) and fails with a
 message naming the table, the day file(s), the rule, how many rows break it and examples.
 """
 
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 
 import dagster as dg
@@ -37,46 +39,45 @@ def _validation_metadata(validation: Validation, severity: str) -> dict:
     return {
         "rows": validation.rows,
         "day_files": len(validation.files),
+        "rules_checked": sum(1 for c in validation.counts if c.severity == severity),
         "rules_broken": len(validation.failed(severity)),
         "rows_failing_by_rule": {f.rule: f.unexpected for f in validation.failed(severity)},
     }
 
 
-def _contract_checks(ref: TableRef) -> list[dg.AssetChecksDefinition]:
-    """The contract checks of one table: blocking for critical rules, and non-blocking for warning rules."""
+def _contract_checks(ref: TableRef) -> dg.AssetChecksDefinition:
+    """The contract checks of one table, run as one step over one validation of its day files: `contract`
+    (blocking) for the critical rules and, when the contract has warning rules, `contract_warnings` (never
+    blocking) for those."""
     key = dg.AssetKey([ref.schema, ref.name])
     table = load_contract(ref.contract_id).table(ref.contract_table)
     contract_file = f"data_contracts/{ref.contract_id}.odcs.yaml"
+    specs = [dg.AssetCheckSpec("contract", asset=key, blocking=True, partitions_def=daily_partitions,
+                               description=f"Every critical rule of {contract_file} (GX suite and whole-table "
+                                           "rules).")]
+    if any(r.severity == "warning" for r in table.row_rules + table.set_rules):
+        specs.append(dg.AssetCheckSpec("contract_warnings", asset=key, blocking=False, partitions_def=daily_partitions,
+                                       description=f"The warning rules of {contract_file}; reported, never blocking."))
+    severity = {"contract": (CRITICAL, dg.AssetCheckSeverity.ERROR),
+                "contract_warnings": (WARNING, dg.AssetCheckSeverity.WARN)}
 
-    def validate(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> Validation:
+    @dg.multi_asset_check(specs=specs, name=f"{key.to_python_identifier()}_contract", can_subset=True)
+    def contract(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+                 ) -> Iterable[dg.AssetCheckResult]:
         failpoint(f"checks:{ref.qualified}")
         files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
         with ledger.compute() as (con, _scratch):
-            return validate_days(con, ref.qualified, table, files)
+            validation = validate_days(con, ref.qualified, table, files)
+        for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
+            rules, level = severity[check_key.name]
+            yield dg.AssetCheckResult(check_name=check_key.name, passed=not validation.failed(rules),
+                                      severity=level, description=validation.describe(rules),
+                                      metadata=_validation_metadata(validation, rules))
 
-    @dg.asset_check(asset=key, name="contract", blocking=True, partitions_def=daily_partitions,
-                    description=f"Every critical rule of {contract_file} (GX suite and whole-table rules).")
-    def contract(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
-        validation = validate(context, ledger)
-        return dg.AssetCheckResult(passed=not validation.failed(CRITICAL), description=validation.describe(CRITICAL),
-                                   metadata=_validation_metadata(validation, CRITICAL))
-
-    checks = [contract]
-    if any(r.severity == "warning" for r in table.row_rules + table.set_rules):
-
-        @dg.asset_check(asset=key, name="contract_warnings", blocking=False, partitions_def=daily_partitions,
-                        description=f"The warning rules of {contract_file}; reported, never blocking.")
-        def contract_warnings(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
-            validation = validate(context, ledger)
-            return dg.AssetCheckResult(passed=not validation.failed(WARNING), severity=dg.AssetCheckSeverity.WARN,
-                                       description=validation.describe(WARNING),
-                                       metadata=_validation_metadata(validation, WARNING))
-
-        checks.append(contract_warnings)
-    return checks
+    return contract
 
 
-contract_checks = [check for ref in CORE_TABLES + PUBLISHED_TABLES for check in _contract_checks(ref)]
+contract_checks = [_contract_checks(ref) for ref in CORE_TABLES + PUBLISHED_TABLES]
 
 
 @dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,

@@ -169,3 +169,13 @@ def test_every_kept_table_has_a_contract_and_checks() -> None:
     for ref in CORE_TABLES + PUBLISHED_TABLES:
         assert (CONTRACTS_DIR / f"{ref.contract_id}.odcs.yaml").is_file(), ref
         assert (f"{ref.schema}/{ref.name}", "contract") in check_keys, ref
+
+
+def test_a_tables_contract_and_warnings_are_one_step() -> None:
+    from assets.checks import contract_checks
+
+    key = dg.AssetKey(["core", "gateway_requests"])
+    (step,) = [c for c in contract_checks if dg.AssetCheckKey(key, "contract") in c.check_keys]
+    assert step.check_keys == {dg.AssetCheckKey(key, "contract"), dg.AssetCheckKey(key, "contract_warnings")}
+    blocking = {spec.name: spec.blocking for spec in step.check_specs}
+    assert blocking == {"contract": True, "contract_warnings": False}

@@ -166,7 +166,7 @@ def _parse_table(obj: dict[str, Any], path: Path) -> Table:
             match = _ROW_RULE_QUERY.match(query)
             if match and match.group(1) == obj["name"]:
                 condition = match.group("condition")
-                used = tuple(n for n in names if re.search(rf"\b{n}\b", condition))
+                used = tuple(c.name for c in columns if re.search(rf"\b{c.name}\b", condition))
                 row_rules.append(RowRule(rule["name"], description, severity, f"({condition})", used))
             else:
                 set_rules.append(SetRule(rule["name"], description, severity, query))

@@ -1,16 +1,23 @@
-"""Validate a table's day files against its contract: Great Expectations suites derived from the contract, run
-in bounded batches, plus the rules only a whole-table query can judge, run in DuckDB.
+"""Validate a table's day files against its contract: every rule counted in DuckDB, the counts judged by a Great
+Expectations suite.
 
-Derived from each contract column: not null (`required`), not null when a condition holds (`requiredWhen`),
-between (`minimum`/`maximum`, exclusive or not), in set (`invalidValues`), regex (`pattern`); from its table rules:
-column pair A >= B (or A > B). Those run in GX 1.x over pandas batches of at most `batch_rows` rows, so a day of
-any size is never in memory at once. Judged in DuckDB over all the day's rows, because they need them all:
-the schema (every contract column present, with a compatible type), uniqueness of `unique` columns and of the
-primary key, the `sql` row rules and the set rules.
+Each rule the contract states becomes a count of the rows that break it. From each column: not null (`required`),
+not null when a condition holds (`requiredWhen`), between (`minimum`/`maximum`, exclusive or not), in set
+(`invalidValues`), regex (`pattern`), at most `maxLength` characters; from the table: the column pair rules
+(A >= B, or A > B), the `sql` row rules, uniqueness of `unique` columns and of the primary key, and the set rules
+(whole queries over the day). One DuckDB statement per day file computes every count of both severities in one
+scan, the set rules as scalar subqueries of it; examples of the rows that break a rule are read only for a rule
+whose count is not 0. The schema (every contract column present, with a compatible type) comes from the files'
+metadata.
 
-Severity follows the contract: `error` rules are critical (the check that runs them blocks publishing),
-`warning` rules are reported but never block. GX is imported only when a suite is built: the import takes
-seconds and most processes never validate.
+The gate is a GX 1.x suite over those counts: a frame with one row per rule (and per day, for the rules judged
+day by day) and one column of counts per severity, on which `expect_column_values_to_be_between(0, 0)` must hold.
+The rows GX finds unexpected are the findings; GX's verdict per severity is the check's. GX never sees a request:
+a day of millions of rows is judged as a frame of a few dozen counts.
+
+Severity follows the contract: `error` rules are critical (the `contract` check blocks publishing), `warning`
+rules are reported but never block. Both are counted in the same pass. GX is imported only when a suite first
+judges: the import takes seconds and most processes never validate.
 """
 
 from __future__ import annotations
@@ -23,18 +30,18 @@ from typing import Any
 
 import duckdb
 
-from tokenledger.contracts import Column, Table
-from tokenledger.duck import sql_path
+from tokenledger.contracts import Column, RowRule, Table, sql_literal
+from tokenledger.duck import literal_path
 
 CRITICAL = "critical"
 WARNING = "warning"
-BATCH_VECTORS = 64  # DuckDB vectors of 2,048 rows: about 131,000 rows per GX batch
+SEVERITIES = (CRITICAL, WARNING)
 EXAMPLES = 5
 
 
 @dataclass
 class Finding:
-    """One rule broken by some rows (or by the table's shape)."""
+    """One rule's count over some rows (or the table's shape): broken when `unexpected` is not 0."""
 
     rule: str
     severity: str
@@ -50,11 +57,13 @@ class Finding:
 
 @dataclass
 class Validation:
-    """The outcome of validating one table's files: what was checked and every broken rule."""
+    """The outcome of validating one table's files: what was checked, every rule's count and the broken rules
+    (`findings`, as the GX suite judged them)."""
 
     table: str
     files: list[str]
     rows: int = 0
+    counts: list[Finding] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
     def failed(self, severity: str) -> list[Finding]:
@@ -69,9 +78,7 @@ class Validation:
 
 
 def _show(value: Any) -> str:
-    """An example value as a reader expects it: plain numbers, `null` for missing, pairs in parentheses."""
-    if hasattr(value, "item"):  # numpy scalars from pandas batches
-        value = value.item()
+    """An example value as a reader expects it: plain numbers, `null` for missing, rows in parentheses."""
     if isinstance(value, list | tuple):
         return "(" + ", ".join(_show(v) for v in value) + ")"
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -85,50 +92,131 @@ def _severity(contract_severity: str) -> str:
     return WARNING if contract_severity == "warning" else CRITICAL
 
 
-# --- the GX suite ----------------------------------------------------------------------------------------
+# --- the rules, as SQL over one day's rows ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Expectation:
+class Rule:
+    """One rule of a contract as DuckDB aggregates over a day's rows (the relation named as the contract's table).
+
+    `count` and `checked` are aggregate expressions: the rows that break the rule and the rows it judges. When the
+    count is not 0, `exact` (when given) counts again without the shortcut `count` takes, and `examples` (a query
+    over the relation) gives up to EXAMPLES example values, as rows when `as_rows`. A rule `per_day` is labelled
+    with its day; the others are labelled with the run's days and summed over them, since a row rule holds
+    whatever the day.
+    """
+
     label: str
     severity: str
-    gx_type: str
-    kwargs: tuple[tuple[str, Any], ...]
+    count: str
+    checked: str = "count(*)"
+    examples: str | None = None
+    as_rows: bool = False
+    per_day: bool = False
+    exact: str | None = None
 
 
-def expectations_for(table: Table, present: set[str]) -> list[_Expectation]:
-    """The GX expectations a contract implies for the columns present in the files, with their labels."""
-    out: list[_Expectation] = []
+def _floating(col: Column) -> bool:
+    return col.physical_type.upper() in {"DOUBLE", "FLOAT", "REAL"}
 
-    def add(label: str, severity: str, gx_type: str, **kwargs: Any) -> None:
-        out.append(_Expectation(label, severity, gx_type, tuple(sorted(kwargs.items()))))
 
+def _missing(col: Column) -> str:
+    # pandas held a floating NaN as missing, as GX saw it; the contract's tables never store one.
+    return f"({col.name} IS NULL OR isnan({col.name}))" if _floating(col) else f"({col.name} IS NULL)"
+
+
+def _shown(name: str, actual: str) -> str:
+    """A column as examples show it: DECIMAL as a plain float, JSON as its text."""
+    if actual.startswith("DECIMAL"):
+        return f"CAST({name} AS DOUBLE)"
+    return f"CAST({name} AS VARCHAR)" if actual == "JSON" else name
+
+
+def _count_if(condition: str) -> str:
+    # A NULL condition (a missing value) breaks no rule; count_if of only NULLs is NULL, not 0.
+    return f"coalesce(count_if({condition}), 0)"
+
+
+def _where(relation: str, condition: str, shown: str) -> str:
+    return f"SELECT {shown} FROM {relation} WHERE {condition} LIMIT {EXAMPLES}"
+
+
+def contract_rules(table: Table, actual: dict[str, str]) -> list[Rule]:
+    """Every rule of the contract table `table` that the columns present (`actual`: name to DuckDB type) allow,
+    in the order findings are reported: column by column, then the table's rules."""
+    rel = table.name
+    rules: list[Rule] = []
     for col in table.columns:
-        if col.name not in present:
-            continue
-        if col.required:
-            add(f"{col.name} not null", CRITICAL, "ExpectColumnValuesToNotBeNull", column=col.name)
-        if col.required_when:
-            add(f"{col.name} not null when {col.required_when}", CRITICAL, "ExpectColumnValuesToNotBeNull",
-                column=col.name, row_condition=col.required_when, condition_parser="pandas")
-        if _is_array(col):
-            continue
-        low = col.minimum if col.minimum is not None else col.exclusive_minimum
-        high = col.maximum if col.maximum is not None else col.exclusive_maximum
-        if low is not None or high is not None:
-            add(_range_label(col), CRITICAL, "ExpectColumnValuesToBeBetween", column=col.name, min_value=low,
-                max_value=high, strict_min=col.exclusive_minimum is not None,
-                strict_max=col.exclusive_maximum is not None)
-        if col.valid_values:
-            add(f"{col.name} in {{{', '.join(col.valid_values)}}}", CRITICAL, "ExpectColumnValuesToBeInSet",
-                column=col.name, value_set=list(col.valid_values))
-        if col.pattern:
-            add(f"{col.name} matches {col.pattern}", CRITICAL, "ExpectColumnValuesToMatchRegex", column=col.name,
-                regex=col.pattern)
+        if col.name in actual:
+            rules += _column_rules(col, rel, actual[col.name])
     for rule in table.row_rules:
-        if rule.expectation and set(rule.columns) <= present:
-            kwargs = dict(rule.expectation.get("kwargs", {}))
-            add(f"{rule.name} ({rule.description.rstrip('.')})", _severity(rule.severity),
-                "ExpectColumnPairValuesAToBeGreaterThanB", ignore_row_if="either_value_is_missing", **kwargs)
+        if rule.expectation and set(rule.columns) <= set(actual):
+            # A column pair rule ignores a row missing either value, and a NaN is missing (as in GX over pandas).
+            broken = " AND ".join([rule.violation] + [f"NOT isnan({c})" for c in rule.columns
+                                                      if _floating(table.column(c))])
+            shown = ", ".join(_shown(c, actual[c]) for c in rule.columns)
+            rules.append(Rule(_rule_label(rule), _severity(rule.severity), _count_if(broken),
+                              examples=_where(rel, broken, shown), as_rows=True))
+    keys = [[c.name] for c in table.columns if c.unique and not c.primary_key]
+    if table.primary_key and set(table.primary_key) <= set(actual):
+        keys.append(table.primary_key)
+    for key in keys:
+        if set(key) <= set(actual):
+            rules.append(_unique_rule(key, rel))
+    for rule in table.row_rules:
+        if not rule.expectation and set(rule.columns) <= set(actual):
+            rules.append(Rule(_rule_label(rule), _severity(rule.severity), _count_if(rule.violation),
+                              examples=_where(rel, rule.violation, ", ".join(rule.columns) or "*"), as_rows=True,
+                              per_day=True))
+    for set_rule in table.set_rules:
+        # A set rule is a whole query over the day (written against the contract's table name), so a scalar
+        # subquery here; an empty day has no rows for it to judge (a rule such as "24 hours a day" would fail).
+        rules.append(Rule(f"{set_rule.name} ({set_rule.description.rstrip('.')})", _severity(set_rule.severity),
+                          f"CASE WHEN count(*) > 0 THEN coalesce(({set_rule.query}), 0) ELSE 0 END", per_day=True))
+    return rules
+
+
+def _rule_label(rule: RowRule) -> str:
+    return f"{rule.name} ({rule.description.rstrip('.')})"
+
+
+def _column_rules(col: Column, rel: str, actual: str) -> list[Rule]:
+    n, missing = col.name, _missing(col)
+    value = _shown(n, actual)
+    out = []
+    if col.required:
+        out.append(Rule(f"{n} not null", CRITICAL, _count_if(missing), examples=_where(rel, missing, "NULL")))
+    if col.required_when:
+        when = f"({col.required_when})"
+        out.append(Rule(f"{n} not null when {col.required_when}", CRITICAL, _count_if(f"{missing} AND {when}"),
+                        checked=_count_if(when), examples=_where(rel, f"{missing} AND {when}", "NULL")))
+    if col.physical_type.endswith("[]"):
+        return out
+    # A missing value is judged only by the rules above: each condition below is NULL for it (a NaN, which DuckDB
+    # orders above every number, is excluded by hand).
+    low = col.minimum if col.minimum is not None else col.exclusive_minimum
+    high = col.maximum if col.maximum is not None else col.exclusive_maximum
+    outside = []
+    if low is not None:
+        outside.append(f"{n} {'<=' if col.exclusive_minimum is not None else '<'} {sql_literal(low)}")
+    if high is not None:
+        above = f"{n} {'>=' if col.exclusive_maximum is not None else '>'} {sql_literal(high)}"
+        outside.append(f"({above} AND NOT isnan({n}))" if _floating(col) else above)
+    if outside:
+        broken = f"({' OR '.join(outside)})"
+        out.append(Rule(_range_label(col), CRITICAL, _count_if(broken), examples=_where(rel, broken, value)))
+    if col.valid_values:
+        broken = f"{n} NOT IN ({', '.join(sql_literal(v) for v in col.valid_values)})"
+        out.append(Rule(f"{n} in {{{', '.join(col.valid_values)}}}", CRITICAL, _count_if(broken),
+                        examples=_where(rel, broken, value)))
+    if col.pattern:
+        broken = f"NOT regexp_matches({n}, {sql_literal(col.pattern)})"
+        out.append(Rule(f"{n} matches {col.pattern}", CRITICAL, _count_if(broken),
+                        examples=_where(rel, broken, value)))
+    if col.max_length is not None:
+        # The length is shown, not the value: a value too long to keep may be one that must not be repeated.
+        broken = f"length({n}) > {int(col.max_length)}"
+        out.append(Rule(f"{n} at most {int(col.max_length)} characters", CRITICAL, _count_if(broken),
+                        examples=_where(rel, broken, f"length({n})")))
     return out
 
 
@@ -145,9 +233,157 @@ def _range_label(col: Column) -> str:
     return f"{col.name} {' and '.join(parts)}"
 
 
-def _is_array(col: Column) -> bool:
-    return col.physical_type.endswith("[]")
+def _unique_rule(key: list[str], rel: str) -> Rule:
+    cols = ", ".join(key)
+    k = f"({cols})::VARCHAR"
+    # Rows beyond the first of each key. Counted on 64-bit hashes of the key (a missing key hashes to one value,
+    # so all missing keys are one key, as in GROUP BY): a collision can only add a duplicate, never hide one, so a
+    # count of 0 is exact, and any other count is redone on the keys themselves.
+    return Rule(f"({cols}) unique", CRITICAL, f"count(*) - count(DISTINCT hash({cols}))",
+                exact=f"count(*) - count(DISTINCT {k}) - (count({k}) < count(*))::BIGINT",
+                examples=f"SELECT k FROM (SELECT {k} AS k, count(*) AS n FROM {rel} GROUP BY ALL HAVING count(*) > 1) "
+                         f"ORDER BY n DESC, k LIMIT {EXAMPLES}",
+                per_day=True)
 
+
+# --- the schema ----------------------------------------------------------------------------------------------
+
+@cache
+def _normalized_type(physical: str) -> str:
+    return duckdb.execute(f"SELECT typeof(CAST(NULL AS {physical}))").fetchone()[0]
+
+
+_COMPATIBLE = {("JSON", "VARCHAR"), ("VARCHAR", "JSON")}
+
+
+def _schema_counts(table: Table, actual: dict[str, str]) -> list[Finding]:
+    counts = []
+    for col in table.columns:
+        if col.name not in actual:
+            if col.required:
+                counts.append(Finding(f"column {col.name} present", CRITICAL, 1, 0, ["missing"]))
+            continue
+        expected = _normalized_type(col.physical_type)
+        broken = expected != actual[col.name] and (expected, actual[col.name]) not in _COMPATIBLE
+        counts.append(Finding(f"column {col.name} of type {expected}", CRITICAL, int(broken), 0,
+                              [actual[col.name]] if broken else []))
+    return counts
+
+
+# --- counting --------------------------------------------------------------------------------------------
+
+def _day_relation(table: Table, columns: dict[str, str], day_columns: set[str]) -> str:
+    """The CTE naming one day's rows as the contract's table (set rules are written against that name), with
+    every column of the run's files: a column another day has and this one lacks is missing (NULL) here."""
+    def quoted(name: str) -> str:  # a file may hold columns the contract does not name, in any spelling
+        return '"' + name.replace('"', '""') + '"'
+
+    items = [quoted(name) if name in day_columns else f"NULL::{kind} AS {quoted(name)}"
+             for name, kind in columns.items()]
+    return f"WITH {table.name} AS NOT MATERIALIZED (SELECT {', '.join(items)} FROM read_parquet($file)) "
+
+
+def _count_day(con: duckdb.DuckDBPyConnection, cte: str, relation: str, params: dict[str, Any], rules: list[Rule]
+               ) -> tuple[int, list[tuple[int, int] | str]]:
+    """The day's rows and, per rule, (rows breaking it, rows it judges), all in one statement; a rule DuckDB cannot
+    evaluate (a column of the wrong type) gives DuckDB's message instead, so the others are still counted."""
+    def select(items: list[Rule]) -> str:
+        return cte + "SELECT count(*)" + "".join(f", {r.count}, {r.checked}" for r in items) + f" FROM {relation}"
+
+    try:
+        row = con.execute(select(rules), params).fetchone()
+        return int(row[0]), [(int(row[1 + 2 * i]), int(row[2 + 2 * i])) for i in range(len(rules))]
+    except duckdb.Error:
+        pass
+    rows = int(con.execute(select([]), params).fetchone()[0])
+    results: list[tuple[int, int] | str] = []
+    for rule in rules:
+        try:
+            row = con.execute(select([rule]), params).fetchone()
+            results.append((int(row[1]), int(row[2])))
+        except duckdb.Error as exc:
+            results.append(str(exc).splitlines()[0])
+    return rows, results
+
+
+def _examples(con: duckdb.DuckDBPyConnection, cte: str, params: dict[str, Any], rule: Rule, wanted: int) -> list:
+    if rule.examples is None or wanted <= 0:
+        return []
+    rows = con.execute(cte + rule.examples, params).fetchmany(wanted)
+    return [tuple(r) if rule.as_rows else r[0] for r in rows]
+
+
+# --- validation ------------------------------------------------------------------------------------------
+
+def validate_files(con: duckdb.DuckDBPyConnection, name: str, table: Table, files: list[Path | str]) -> Validation:
+    """Validate `files` (one table's rows) against the contract table `table`, without day labels."""
+    return validate_days(con, name, table, dict(enumerate(files)), label_days=False)
+
+
+def validate_days(con: duckdb.DuckDBPyConnection, name: str, table: Table, day_files: dict[Any, Path | str],
+                  label_days: bool = True) -> Validation:
+    """Validate a table's day files against the contract table `table`, every rule of both severities at once.
+
+    Rules that hold row by row are reported over all the days (prefixed with the range of days); uniqueness, the
+    `sql` row rules and the set rules day by day (prefixed with their day), since a contract's grain holds within
+    a day.
+    """
+    files = {day: str(path) for day, path in day_files.items()}
+    result = Validation(table=name, files=list(files.values()))
+    missing = [f for f in files.values() if not Path(f).is_file()]
+    result.counts.append(Finding("day file present", CRITICAL, len(missing), len(files), missing))
+    present_days = {day: f for day, f in files.items() if f not in missing}
+    if present_days:
+        _count_days(con, table, present_days, label_days, result)
+    result.findings = judge(result.counts)
+    return result
+
+
+def _count_days(con: duckdb.DuckDBPyConnection, table: Table, present_days: dict[Any, str], label_days: bool,
+                result: Validation) -> None:
+    paths = [literal_path(f) for f in present_days.values()]
+    columns = {r[0]: r[1] for r in con.execute(
+        "DESCRIBE SELECT * FROM read_parquet($files, union_by_name = true)", {"files": paths}).fetchall()}
+    days = sorted(present_days, key=str)
+    span = (f"{days[0]}" if len(days) == 1 else f"{days[0]}..{days[-1]}") if label_days else ""
+
+    def label(prefix: str, rule: str) -> str:
+        return f"{prefix} {rule}".strip()
+
+    result.counts += [Finding(label(span, f.rule), f.severity, f.unexpected, f.checked, f.examples)
+                      for f in _schema_counts(table, columns)]
+    rules = contract_rules(table, columns)
+    over_days = {i: Finding(label(span, r.label), r.severity, 0, 0) for i, r in enumerate(rules) if not r.per_day}
+    per_day: list[Finding] = []
+    for day, path in present_days.items():
+        params = {"file": literal_path(path)}
+        day_columns = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet($file)", params).fetchall()}
+        cte = _day_relation(table, columns, day_columns)
+        rows, counted = _count_day(con, cte, table.name, params, rules)
+        result.rows += rows
+        for i, (rule, outcome) in enumerate(zip(rules, counted, strict=True)):
+            examples: list | None = None
+            if isinstance(outcome, str):  # not countable: one failure, with DuckDB's message as its example
+                unexpected, checked, examples = 1, 0, [outcome]
+            else:
+                unexpected, checked = outcome
+                if unexpected and rule.exact:
+                    unexpected = int(con.execute(cte + f"SELECT {rule.exact} FROM {table.name}", params).fetchone()[0])
+            if not rule.per_day:
+                finding = over_days[i]
+            elif rows:
+                finding = Finding(label(str(day) if label_days else "", rule.label), rule.severity, 0, 0)
+                per_day.append(finding)
+            else:  # an empty day has no rows to break a rule of its own
+                continue
+            finding.unexpected += unexpected
+            finding.checked += checked
+            if unexpected:
+                finding.examples += examples or _examples(con, cte, params, rule, EXAMPLES - len(finding.examples))
+    result.counts += list(over_days.values()) + per_day
+
+
+# --- the judge -------------------------------------------------------------------------------------------
 
 @cache
 def _gx() -> tuple[Any, Any, Any, Any]:
@@ -161,168 +397,42 @@ def _gx() -> tuple[Any, Any, Any, Any]:
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch_definition = (context.data_sources.add_pandas("tokenledger").add_dataframe_asset("day")
-                        .add_batch_definition_whole_dataframe("batch"))
+    batch_definition = (context.data_sources.add_pandas("tokenledger").add_dataframe_asset("rule_counts")
+                        .add_batch_definition_whole_dataframe("counts"))
     return gx, gxe, context, batch_definition
 
 
-def _suite(name: str, expectations: list[_Expectation]) -> Any:
-    gx, gxe, context, _ = _gx()
-    suite = gx.ExpectationSuite(name=name)
-    for exp in expectations:
-        severity = "warning" if exp.severity == WARNING else "critical"
-        suite.add_expectation(getattr(gxe, exp.gx_type)(**dict(exp.kwargs), severity=severity,
-                                                        description=exp.label))
+@cache
+def _suite(severities: tuple[str, ...]) -> Any:
+    """The contract as GX judges it: in each severity's column, every rule's count of failing rows is 0."""
+    gx, gxe, _, _ = _gx()
+    suite = gx.ExpectationSuite(name="contract rule counts: " + ", ".join(severities))
+    for severity in severities:
+        suite.add_expectation(gxe.ExpectColumnValuesToBeBetween(
+            column=severity, min_value=0, max_value=0, severity=severity,
+            description=f"no row breaks a {severity} rule of the contract"))
     return suite
 
 
-# --- validation ------------------------------------------------------------------------------------------
+def judge(counts: list[Finding]) -> list[Finding]:
+    """The broken rules among `counts`, as the GX suite judges them: a frame with one row per rule and its count
+    of failing rows in its severity's column (missing in the other), on which the suite's expectations run."""
+    import pandas as pd
 
-def _normalized_type(con: duckdb.DuckDBPyConnection, physical: str) -> str:
-    return con.execute(f"SELECT typeof(CAST(NULL AS {physical}))").fetchone()[0]
-
-
-_COMPATIBLE = {("JSON", "VARCHAR"), ("VARCHAR", "JSON")}
-
-
-def _schema_findings(con: duckdb.DuckDBPyConnection, table: Table, actual: dict[str, str]) -> list[Finding]:
-    findings = []
-    for col in table.columns:
-        if col.name not in actual:
-            if col.required:
-                findings.append(Finding(f"column {col.name} present", CRITICAL, 1, 0, ["missing"]))
-            continue
-        expected = _normalized_type(con, col.physical_type)
-        if expected != actual[col.name] and (expected, actual[col.name]) not in _COMPATIBLE:
-            findings.append(Finding(f"column {col.name} of type {expected}", CRITICAL, 1, 0, [actual[col.name]]))
-    return findings
-
-
-def _gx_select(table: Table, actual: dict[str, str]) -> str:
-    """The columns GX sees: contract columns only, DECIMAL as DOUBLE and JSON as text (pandas has neither)."""
-    items = []
-    for col in table.columns:
-        if col.name not in actual:
-            continue
-        kind = actual[col.name]
-        if kind.startswith("DECIMAL"):
-            items.append(f"CAST({col.name} AS DOUBLE) AS {col.name}")
-        elif kind == "JSON":
-            items.append(f"CAST({col.name} AS VARCHAR) AS {col.name}")
-        else:
-            items.append(col.name)
-    return ", ".join(items)
-
-
-def _source(files: list[str]) -> str:
-    return f"read_parquet([{', '.join(sql_path(f) for f in files)}], union_by_name = true)"
-
-
-def validate_files(con: duckdb.DuckDBPyConnection, name: str, table: Table, files: list[Path | str],
-                   batch_vectors: int = BATCH_VECTORS) -> Validation:
-    """Validate `files` (one table's rows) against the contract table `table`, without day labels."""
-    return validate_days(con, name, table, dict(enumerate(files)), batch_vectors, label_days=False)
-
-
-def validate_days(con: duckdb.DuckDBPyConnection, name: str, table: Table, day_files: dict[Any, Path | str],
-                  batch_vectors: int = BATCH_VECTORS, label_days: bool = True) -> Validation:
-    """Validate a table's day files against the contract table `table`.
-
-    The GX suite runs once over all the days (its rules hold row by row, and GX's cost is per call, not per row);
-    the whole-table rules run day by day, since a contract's grain, uniqueness and set rules hold within a day.
-    Each finding is prefixed with its day (or the range of days, for the suite).
-    """
-    files = {day: str(path) for day, path in day_files.items()}
-    result = Validation(table=name, files=list(files.values()))
-    missing = [f for f in files.values() if not Path(f).is_file()]
-    if missing:
-        result.findings.append(Finding("day file present", CRITICAL, len(missing), len(files), missing))
-    present_days = {day: f for day, f in files.items() if f not in missing}
-    if not present_days:
-        return result
-    source = _source(list(present_days.values()))
-    actual = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    result.rows = con.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
-    days = sorted(present_days, key=str)
-    span = (f"{days[0]}" if len(days) == 1 else f"{days[0]}..{days[-1]}") if label_days else ""
-
-    def labelled(label: str, findings: list[Finding]) -> list[Finding]:
-        return [Finding(f"{label} {f.rule}".strip(), f.severity, f.unexpected, f.checked, f.examples)
-                for f in findings]
-
-    result.findings += labelled(span, _schema_findings(con, table, actual))
-    present = set(actual)
-    if result.rows:
-        result.findings += labelled(span, _run_gx(con, name, table, source, actual, present, batch_vectors))
-    for day, path in present_days.items():
-        day_source = _source([path])
-        rows = con.execute(f"SELECT count(*) FROM {day_source}").fetchone()[0]
-        if rows:
-            found = _duckdb_findings(con, table, day_source, present, rows)
-            result.findings += labelled(str(day) if label_days else "", found)
-    return result
-
-
-def _run_gx(con: duckdb.DuckDBPyConnection, name: str, table: Table, source: str, actual: dict[str, str],
-            present: set[str], batch_vectors: int) -> list[Finding]:
-    expectations = expectations_for(table, present)
-    if not expectations:
+    severities = tuple(s for s in SEVERITIES if any(c.severity == s for c in counts))
+    if not severities:
         return []
+    frame = pd.DataFrame({"rule": [c.rule for c in counts]} | {
+        s: [float(c.unexpected) if c.severity == s else math.nan for c in counts] for s in severities})
     _, _, _, batch_definition = _gx()
-    suite = _suite(f"{name}.contract", expectations)
-    totals = {e.label: Finding(e.label, e.severity, 0, 0) for e in expectations}
-    cursor = con.execute(f"SELECT {_gx_select(table, actual)} FROM {source}")
-    while True:
-        frame = cursor.fetch_df_chunk(batch_vectors)
-        if frame.empty:
-            break
-        batch = batch_definition.get_batch(batch_parameters={"dataframe": frame})
-        outcome = batch.validate(suite, result_format={"result_format": "SUMMARY",
-                                                       "partial_unexpected_count": EXAMPLES})
-        for item in outcome.results:
-            finding = totals[item.expectation_config.description]
-            finding.checked += int(item.result.get("element_count") or 0)
-            if item.exception_info and item.exception_info.get("raised_exception"):
-                finding.unexpected += 1
-                finding.examples.append(item.exception_info.get("exception_message"))
-                continue
-            finding.unexpected += int(item.result.get("unexpected_count") or 0)
-            if len(finding.examples) < EXAMPLES:
-                finding.examples += list(item.result.get("partial_unexpected_list") or [])[:EXAMPLES]
-    return [f for f in totals.values() if f.unexpected]
-
-
-def _duckdb_findings(con: duckdb.DuckDBPyConnection, table: Table, source: str, present: set[str],
-                     rows: int) -> list[Finding]:
-    findings = []
-    keys = [[c.name] for c in table.columns if c.unique and not c.primary_key]
-    primary = [c for c in table.primary_key if c in present]
-    if primary:
-        keys.append(primary)
-    for key in keys:
-        if not set(key) <= present:
-            continue
-        cols = ", ".join(key)
-        dup_rows, examples = con.execute(
-            f"SELECT coalesce(sum(n - 1), 0), list(k ORDER BY n DESC)[1:{EXAMPLES}] FROM "
-            f"(SELECT ({cols})::VARCHAR AS k, count(*) AS n FROM {source} GROUP BY ALL HAVING count(*) > 1)"
-        ).fetchone()
-        if dup_rows:
-            findings.append(Finding(f"({cols}) unique", CRITICAL, int(dup_rows), rows, list(examples or [])))
-    for rule in table.row_rules:
-        if rule.expectation or not set(rule.columns) <= present:
-            continue
-        where = f"FROM {source} WHERE coalesce({rule.violation}, false)"
-        count = con.execute(f"SELECT count(*) {where}").fetchone()[0]
-        if count:
-            examples = con.execute(f"SELECT {', '.join(rule.columns) or '*'} {where} LIMIT {EXAMPLES}").fetchall()
-            findings.append(Finding(f"{rule.name} ({rule.description.rstrip('.')})", _severity(rule.severity),
-                                    int(count), rows, examples))
-    # Set rules are written against the contract's table name: give the day's rows that name.
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {table.name} AS SELECT * FROM {source}")
-    for rule in table.set_rules:
-        count = con.execute(rule.query).fetchone()[0]
-        if count:
-            findings.append(Finding(f"{rule.name} ({rule.description.rstrip('.')})", _severity(rule.severity),
-                                    int(count), rows))
-    return findings
+    outcome = batch_definition.get_batch(batch_parameters={"dataframe": frame}).validate(
+        _suite(severities), result_format={"result_format": "COMPLETE"})
+    broken: set[int] = set()
+    findings: list[Finding] = []
+    for item in outcome.results:
+        severity = item.expectation_config.kwargs["column"]
+        if item.exception_info and item.exception_info.get("raised_exception"):
+            findings.append(Finding("GX suite", severity, 1, 0, [item.exception_info.get("exception_message")]))
+        elif not item.success:
+            broken |= {int(i) for i in item.result.get("unexpected_index_list") or []}
+    return [counts[i] for i in sorted(broken)] + findings
