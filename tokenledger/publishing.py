@@ -88,7 +88,7 @@ def published_exports(layout: HomeLayout) -> Path:
 
 def manifest_path(layout: HomeLayout, day: date) -> Path:
     """The manifest of a published day, in the version readers see now."""
-    return published_exports(layout) / MANIFESTS / manifest_name(day)
+    return published_exports(layout) / manifest_name(day)
 
 
 def manifest_name(day: date) -> str:
