@@ -208,6 +208,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
     assert (expected["0-4k"]["itl_p99_ms"], expected["all"]["itl_p99_ms"]) == pytest.approx((99.88, 98.92))
     assert expected["all"]["queue_p99_ms"] == pytest.approx(242.5)
     for bucket, want in expected.items():
+        # every request of the fixture measures latency, so the judged requests are the effective ones
+        want = {**want, "judged_requests": want["effective_requests"]}
         assert got[bucket] == pytest.approx({**common, **want}), bucket
 
     # Models in force without requests get every bucket and an 'all' row, nothing judged.
@@ -246,12 +248,13 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
             **{f"osl_p{q}": 200.0 for q in (10, 50, 90, 99)}}
     assert daily["moe"] == {"day": D, "model": "moe", "requests": 4, "input_total": 147_000,
                             "input_cached": 141_120, "input_recomputed": 5_880, "cache_hit_ratio": pytest.approx(0.96),
-                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0, **same}
+                            "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0,
+                            "input_cache_write": 0, **same}
     # Models in force without requests: zeros and no ratios.
     none = {"workload_requests": 0, **{k: None for k in same if k != "workload_requests"}}
     assert daily["m8"] == {"day": D, "model": "m8", "requests": 0, "input_total": 0, "input_cached": 0,
                            "input_recomputed": 0, "cache_hit_ratio": None, "input_overstatement": None,
-                           "output_tokens": 0, "input_output_ratio": None, **none}
+                           "output_tokens": 0, "input_output_ratio": None, "input_cache_write": 0, **none}
 
     hourly = {(r["model"], r["hour"]): r for r in rows(home, "infra", "token_split_hourly", DAY)}
     assert len(hourly) == 3 * 24  # m70, m8, moe: every hour

@@ -28,7 +28,8 @@ def _table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]
 def _usage(hour: int, bucket: str, effective: int, compliant: int, produced: int = 0, compliant_output: int = 0,
            tenant: str = "t") -> dict[str, Any]:
     return {"model": "m", "deployment_id": "d", "tenant_id": tenant, "hour": hour, "isl_bucket": bucket,
-            "effective_requests": effective, "compliant_requests": compliant, "output_produced": produced,
+            "effective_requests": effective, "compliant_requests": compliant, "judged_requests": effective,
+            "output_produced": produced,
             "compliant_output_tokens": compliant_output}
 
 
@@ -98,7 +99,7 @@ def test_the_workload_distribution_of_served_requests() -> None:
            + [{"model": "m", "status": "cancelled", "input_tokens": 50_000, "output_tokens": 1}])
     con.execute("CREATE TABLE day_deployments AS SELECT 'm' AS model")
     con.execute("CREATE TABLE day_usage AS SELECT 'm' AS model, 6 AS requests, 52_000 AS input_total, "
-                "0 AS input_cached, 52_000 AS input_recomputed, 201 AS output_tokens")
+                "0 AS input_cached, 52_000 AS input_recomputed, 0 AS input_cache_write, 201 AS output_tokens")
     text = statement("token_split_daily")
     cursor = con.execute(text, used_params(text, PARAMS))
     row = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))

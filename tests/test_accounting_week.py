@@ -105,7 +105,8 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
         "slo_daily": ["day", "model", "isl_bucket"], "slo_hourly": ["day", "hour", "model", "isl_bucket"],
         "capacity_daily": ["day", "model", "deployment_id"],
         "goodput_hourly": ["day", "hour", "model", "deployment_id"], "load_hourly": ["day", "hour", "model"],
-        "capacity_plan_daily": ["day", "model", "deployment_id"]}[ref.name]
+        "capacity_plan_daily": ["day", "model", "deployment_id"],
+        "cache_whatif_daily": ["day", "model", "deployment_id", "scenario"]}[ref.name]
     broken = {name: n for name, q in _violations(table) if (n := _query(week, q, ref)[0][0])}
     assert broken == {}, f"{contract_id}: rules broken by the generated week"
     assert _query(week, f"SELECT count(DISTINCT day) FROM {ref.name}", ref) == [(7,)]

@@ -15,7 +15,8 @@ from tokenledger.duck import statement, used_params
 
 T = datetime(2026, 11, 10, 2, tzinfo=UTC)
 
-VERSION = {"model": "m70", "model_version": "3.1", "engine": "vllm", "engine_version": "0.6.3", "gpu_type": "H100",
+VERSION = {"model": "m70", "kind": "gpu", "model_version": "3.1", "engine": "vllm", "engine_version": "0.6.3",
+           "gpu_type": "H100",
            "gpus": 16, "gpus_per_replica": 8, "tp": 8, "pp": 1, "quantization": "fp8",
            "cache_policy": "prefix-cache"}
 

@@ -166,6 +166,7 @@ def test_a_late_file_is_included_when_the_day_runs_again(home: Path) -> None:
 
 def test_a_day_without_any_request_log_fails_unless_declared_idle(home: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOKENLEDGER_IDLE_DAYS")
     failed = materialize("2026-11-20")
     assert not failed.success
     assert ("2026-11-20: no request logs for 2026-11-20: none of " + str(home / "raw" / "gateway" / "dt=2026-11-20")

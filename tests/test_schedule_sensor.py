@@ -88,6 +88,7 @@ def test_freshness_checks_warn_when_inputs_are_late_and_never_block(home: Path,
 
     ingest = ["core/deployments_daily", "core/gateway_requests", "core/billing_charges"]
     # no logs and no bill for a day long past: ingest stops the day (it is not known to be idle) ...
+    monkeypatch.delenv("TOKENLEDGER_IDLE_DAYS")
     assert "no request logs for 2026-11-16" in failure_text(materialize(DAY, selection=ingest))
     # ... and once declared idle, it runs, while the freshness checks still warn that nothing arrived
     monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", DAY)
