@@ -215,7 +215,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
     # Models in force without requests get every bucket and an 'all' row, nothing judged.
     for model in ("m8", "moe"):
         for r in by_bucket(home, model=model).values():
-            assert r == {**common, **expected["128k+"], "model": model, "isl_bucket": r["isl_bucket"]}
+            assert r == {**common, **expected["128k+"], "judged_requests": 0, "model": model,
+                         "isl_bucket": r["isl_bucket"]}
 
     # The usage cube counts the same requests, and the day was published.
     usage = rows(home, "core", "usage_hourly", DAY)
