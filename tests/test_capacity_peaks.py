@@ -55,7 +55,9 @@ def hours() -> dict[int, dict[str, Any]]:
     con.execute("SET TimeZone = 'UTC'")
     requests = _day()
     _table(con, "day_requests", requests)
-    con.execute("CREATE TABLE day_deployments AS SELECT 'm' AS model")
+    con.execute("CREATE TABLE day_deployments AS SELECT 'm' AS model, 'd' AS deployment_id, 'gpu' AS kind, "
+                "NULL::BIGINT AS rate_limit_rpm, NULL::BIGINT AS rate_limit_tpm, "
+                "TIMESTAMPTZ '2026-11-17' AS in_force_to")
     con.execute("CREATE TABLE day_slo_policy AS SELECT 'm' AS model, 'busiest_5min' AS peak_basis")
     con.execute("CREATE TABLE day_capacity AS SELECT 'm' AS model, NULL::DOUBLE AS daily_capacity_tokens")
     # core.usage_hourly's figures per hour, over the requests that reached the model (all but the rejected one).
