@@ -34,7 +34,7 @@ from tokenledger.duck import literal_path
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.generate import generate_landing_zone
 from tokenledger.paths import PROJECT_ROOT, HomeLayout
-from tokenledger.publishing import current_version, published_exports, verify_day
+from tokenledger.publishing import csv_file, current_version, published_exports, verify_day
 from tokenledger.warehouse import refresh_views, writable_database
 
 DAY = date(2026, 11, 16)
@@ -168,14 +168,14 @@ def test_a_home_under_a_glob_like_path_reads_only_itself(published) -> None:
 def test_finance_csv_cells_are_never_formulas_and_parquet_keeps_the_value(published) -> None:
     home = published[0]
     folder = lake.day_dir(home / "exports", "finance", "tenant_showback_daily", DAY)
-    with (folder / "data.csv").open(newline="", encoding="utf-8") as f:
+    with csv_file(home / "exports", "finance", "tenant_showback_daily", DAY).open(newline="", encoding="utf-8") as f:
         tenants = {row["tenant_id"] for row in csv.DictReader(f)}
     assert {"'" + t for t in FORMULAS} <= tenants
     assert not any(t[:1] in "=+-@" for t in tenants)
     parquet = set(pq.read_table(folder / "data.parquet", columns=["tenant_id"]).column("tenant_id").to_pylist())
     assert set(FORMULAS) <= parquet
     # Only text cells are neutralized: no number gets an apostrophe.
-    with (lake.day_dir(home / "exports", "finance", "cost_per_mtok_daily", DAY) / "data.csv").open() as f:
+    with csv_file(home / "exports", "finance", "cost_per_mtok_daily", DAY).open() as f:
         assert all(not row["cost_total"].startswith("'") for row in csv.DictReader(f))
 
 

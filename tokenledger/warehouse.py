@@ -101,9 +101,14 @@ def _has_days(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob(f"day=*/{lake.DATA_FILE}"))
 
 
-def _view(ref: TableRef, source: str) -> str:
-    return (f"CREATE OR REPLACE VIEW {ref.qualified} AS SELECT * FROM "
-            f"read_parquet('{source.replace(chr(39), chr(39) * 2)}', union_by_name = true, hive_partitioning = false)")
+def _view(ref: TableRef, source: str, day_in_path: bool = False) -> str:
+    """A view over `source`. A published table's files hold every column but `day`, which their folder names give
+    (hive partitioning, typed DATE, listed first as in the contract); the core tables and the lake's quarantine
+    hold `day` themselves."""
+    hive = "true, hive_types = {'day': DATE}" if day_in_path else "false"
+    columns = "day, * EXCLUDE (day)" if day_in_path else "*"
+    return (f"CREATE OR REPLACE VIEW {ref.qualified} AS SELECT {columns} FROM "
+            f"read_parquet('{source.replace(chr(39), chr(39) * 2)}', union_by_name = true, hive_partitioning = {hive})")
 
 
 def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
@@ -119,7 +124,8 @@ def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
     for ref in PUBLISHED_TABLES:
         folder = layout.exports / ref.schema / ref.name
         if _has_days(folder):
-            statements.append((ref.qualified, _view(ref, glob_path(folder, f"day=*/{lake.DATA_FILE}"))))
+            statements.append((ref.qualified, _view(ref, glob_path(folder, f"day=*/{lake.DATA_FILE}"),
+                                                    day_in_path=True)))
     trend = layout.exports / TREND.schema / TREND.name / lake.DATA_FILE
     if trend.is_file():
         statements.append((TREND.qualified, _view(TREND, literal_path(trend))))
