@@ -1,4 +1,5 @@
-"""Every published table is one Parquet dataset that pandas, pyarrow and DuckDB read whole.
+"""Every published table is one Parquet dataset that pandas, pyarrow and DuckDB read whole, and a copied home's
+warehouse reads the copy and nothing else.
 
 One day (test_cost's worked day: four deployments on a FOCUS bill) is run through the whole job once per module;
 each test reads what it published. The day's files hold every column but `day`, which lives in the folder name
@@ -9,6 +10,8 @@ Polars and Spark: a date). infra.capacity_trend, rebuilt whole, is one file hold
 from __future__ import annotations
 
 import datetime as dt
+import shutil
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -21,11 +24,13 @@ import pytest
 from tests.conftest import failure_text, make_home, materialize
 from tests.test_cost import write_day
 from tokenledger import lake
-from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
+from tokenledger.duck import compute_connection
 from tokenledger.paths import HomeLayout
 from tokenledger.publishing import csv_file, verify_day
-from tokenledger.trend import TREND
+from tokenledger.trend import TREND, rebuild_trend
+from tokenledger.warehouse import connect, refresh_views
 
 DAY = dt.date(2026, 11, 16)
 TABLES = [*PUBLISHED_TABLES, TREND]
@@ -102,4 +107,98 @@ def test_finance_csv_lives_in_its_own_tree_beside_the_datasets(home: Path) -> No
         [f"cost_per_mtok_daily_{DAY}.csv"]
     # The manifest lists every file with its hash, and what readers see matches it.
     assert verify_day(HomeLayout.of(home), DAY) == []
+
+
+# --- the warehouse of a copied home ----------------------------------------------------------------------------
+
+def _files_rows(pattern_root: Path, pattern: str) -> int:
+    return sum(pq.read_metadata(p).num_rows for p in pattern_root.glob(pattern))
+
+
+def _expected(home: Path) -> dict[str, int]:
+    """Rows each view must show, counted from the home's files by pyarrow (no DuckDB path resolution involved)."""
+    current = home / ".published" / "current"
+    expected = {ref.qualified: _files_rows(current / "lake" / "core" / ref.name, f"day=*/{lake.DATA_FILE}")
+                for ref in CORE_TABLES}
+    expected |= {ref.qualified: _files_rows(current / "exports" / ref.schema / ref.name, f"day=*/{lake.DATA_FILE}")
+                 for ref in PUBLISHED_TABLES}
+    expected[TREND.qualified] = _files_rows(current / "exports" / "infra" / "capacity_trend", "*.parquet")
+    expected["quality.quarantine_pending"] = _files_rows(home / "lake" / "quality" / "quarantine",
+                                                         f"day=*/{lake.DATA_FILE}")
+    return expected
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, list]]:
+    names = [v for (v,) in con.execute("SELECT schema_name || '.' || view_name FROM duckdb_views() "
+                                       "WHERE NOT internal ORDER BY 1").fetchall()]
+    return {v: con.execute(f"SELECT count(*), list(DISTINCT day ORDER BY day) FROM {v}").fetchone() for v in names}
+
+
+def _other_home(home: Path, to: Path) -> Path:
+    """Another home with the same files (the case a relative path could silently read): a copy with its own id."""
+    subprocess.run(["cp", "-a", str(home), str(to)], check=True)
+    for marker in (to / ".published").glob("home-*"):
+        marker.rename(marker.with_name("home-another"))
+    return to
+
+
+def test_a_copied_home_reads_itself_through_tokenledger_and_plain_duckdb(home: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A path DuckDB would misread: a ',' splits file_search_path, key=value folders look like hive partitions
+    # (and DuckDB takes the first day=); the copy must still show 2026-11-16 and no extra column.
+    original = tmp_path / "original" / "home"
+    original.parent.mkdir()
+    subprocess.run(["cp", "-a", str(home), str(original)], check=True)
+    refresh_views(HomeLayout.of(original))  # the trend's view too (the run published the trend after the views)
+    copy = tmp_path / "day=2020-01-01" / "env=prod,b" / "home"
+    copy.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-a", str(original), str(copy)], check=True)
+    shutil.rmtree(original)
+    layout = HomeLayout.of(copy)
+    assert not refresh_views(layout).refreshed  # nothing in the views names the original
+    expected = _expected(copy)
+    assert expected["core.gateway_requests"] > 0 and len(expected) == 23
+
+    other = _other_home(home, tmp_path / "other")
+    monkeypatch.chdir(other)  # tokenledger reads its home wherever it runs, even from inside another home
+    with connect(layout) as con:
+        through_tokenledger = _views(con)
+        published = [ref for ref in PUBLISHED_TABLES if expected[ref.qualified]]
+        for ref in published:  # `day` first and a date, nothing from the path's other folders
+            described = con.execute(f"DESCRIBE {ref.qualified}").fetchall()
+            assert described[0][:2] == ("day", "DATE") and {c[0] for c in described} == _columns(ref)
+    monkeypatch.chdir(copy)  # anyone else opens the warehouse from its home folder
+    with duckdb.connect(str(layout.warehouse), read_only=True) as con:
+        plain = _views(con)
+    assert {v: n for v, (n, _) in through_tokenledger.items()} == {v: n for v, (n, _) in plain.items()} == expected
+    assert all(days in (None, [DAY]) for _, days in [*through_tokenledger.values(), *plain.values()])
+
+    # Opened from another home's folder, or from a folder that is no home, a view fails instead of reading it.
+    for folder, says in ((other, "not that home"), (tmp_path, "No files found")):
+        monkeypatch.chdir(folder)
+        with duckdb.connect(str(layout.warehouse), read_only=True) as con:
+            for view in expected:
+                with pytest.raises(duckdb.Error, match=says):
+                    con.execute(f"SELECT count(*) FROM {view}").fetchone()
+
+    # The trend rebuilt in the copy dates its rows from the day folders' own names, not the ancestors'.
+    with compute_connection(tmp_path / "spill") as con:
+        outcome = rebuild_trend(con, layout)
+    assert (outcome.rows, outcome.days) == (expected[TREND.qualified], 1)
+
+
+def test_views_written_with_absolute_paths_are_rewritten_when_tokenledger_opens_the_warehouse(
+        home: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "home"
+    subprocess.run(["cp", "-a", str(home), str(copy)], check=True)
+    layout = HomeLayout.of(copy)
+    # What an earlier tokenledger left: a view reading the original home by its absolute path.
+    with duckdb.connect(str(layout.warehouse)) as con:
+        con.execute(f"CREATE OR REPLACE VIEW infra.slo_daily AS SELECT * FROM read_parquet("
+                    f"'{home}/exports/infra/slo_daily/day=*/data.parquet', hive_partitioning = false)")
+    (copy / "warehouse.duckdb.views").write_text("digest of the earlier statements\n")
+    with connect(layout) as con:
+        definitions = [sql for (sql,) in con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall()]
+        assert definitions and not any(str(home) in sql for sql in definitions)
+        assert con.execute("SELECT count(*) FROM infra.slo_daily").fetchone()[0] == _expected(copy)["infra.slo_daily"]
 

@@ -165,8 +165,10 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             state = "balanced" if balanced else "NOT BALANCED"
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
                   f"+ {merged:>6,} merged   {state}")
-    print(f"\nQuery them with DuckDB: open {layout.warehouse} (read-only is enough) and "
-          "SELECT * FROM quality.quarantine;  the Dagster UI: tokenledger ui --home " + str(layout.home))
+    print(f"\nQuery them with DuckDB from the home folder (the views read paths relative to it): cd {layout.home} "
+          f"&& duckdb -readonly {layout.warehouse}, then SELECT * FROM quality.quarantine; or in Python from "
+          f"anywhere, tokenledger.warehouse.connect('{layout.home}').  The Dagster UI: tokenledger ui --home "
+          f"{layout.home}")
 
 
 def _check_range(start: date, end: date) -> None:
