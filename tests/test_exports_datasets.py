@@ -10,6 +10,8 @@ Polars and Spark: a date). infra.capacity_trend, rebuilt whole, is one file hold
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,7 +30,15 @@ from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.duck import compute_connection
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import csv_file, verify_day
+from tokenledger.publishing import (
+    DATASET_LAYOUT,
+    Staging,
+    csv_file,
+    current_version,
+    manifest_name,
+    publish_files,
+    verify_day,
+)
 from tokenledger.trend import TREND, rebuild_trend
 from tokenledger.warehouse import connect, refresh_views
 
@@ -202,3 +212,39 @@ def test_views_written_with_absolute_paths_are_rewritten_when_tokenledger_opens_
         assert definitions and not any(str(home) in sql for sql in definitions)
         assert con.execute("SELECT count(*) FROM infra.slo_daily").fetchone()[0] == _expected(copy)["infra.slo_daily"]
 
+
+def test_days_published_before_datasets_are_restaged_by_the_next_publication(home: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "home"
+    subprocess.run(["cp", "-a", str(home), str(copy)], check=True)
+    layout = HomeLayout.of(copy)
+    exports = current_version(layout) / "exports"
+    # The day as an earlier tokenledger published it: the lake files (`day` a column), finance CSV beside them.
+    manifest = json.loads((exports / manifest_name(DAY)).read_text())
+    earlier = []
+    for entry in manifest["files"]:
+        schema, table = entry["table"].split(".")
+        path = exports / entry["path"]
+        if path.suffix == ".csv":
+            moved = lake.day_dir(Path(), schema, table, DAY) / "data.csv"
+            path.rename(exports / moved)
+            earlier.append({**entry, "path": str(moved)})
+        else:
+            path.unlink()  # a hard link of the lake's file in this copy too: replaced, never written through
+            shutil.copyfile(lake.day_file(copy / "lake", schema, table, DAY), path)
+            earlier.append({**entry, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    del manifest["layout"]
+    (exports / manifest_name(DAY)).write_text(json.dumps({**manifest, "files": earlier}))
+    assert verify_day(layout, DAY) == []
+    with pytest.raises(Exception, match="data.csv|incompatible types"):
+        pd.read_parquet(_folder(copy, PUBLISHED_TABLES[-1]))
+
+    publish_files(layout, Staging(layout))  # any later publication, here one with nothing of its own
+
+    assert verify_day(layout, DAY) == []
+    assert json.loads((copy / "exports" / manifest_name(DAY)).read_text())["layout"] == DATASET_LAYOUT
+    for ref in PUBLISHED_TABLES:
+        folder = _folder(copy, ref)
+        assert [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()] == \
+               [f"day={DAY}/{lake.DATA_FILE}"], ref.qualified
+        assert len(pd.read_parquet(folder)) == _rows_computed(copy, ref)
+        assert csv_file(copy / "exports", ref.schema, ref.name, DAY).is_file() == ref.csv_export

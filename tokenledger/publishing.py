@@ -54,6 +54,8 @@ from tokenledger.paths import HomeLayout
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
 CSV = "csv"
+# Manifests of days published as datasets say so; a day without it is restaged by the next publication.
+DATASET_LAYOUT = 2
 LAKE = "lake"
 CURRENT = "current"
 VERSION_PREFIX = "v"
@@ -215,6 +217,7 @@ def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Stagi
         "day": day.isoformat(),
         "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "run_id": run_id,
+        "layout": DATASET_LAYOUT,
         "files": [{"table": f.table, "path": f.path, "rows": f.rows, "sha256": f.sha256} for f in files],
     }
     staging.add_text(json.dumps(manifest, indent=2) + "\n", f"{EXPORTS}/{manifest_name(day)}")
@@ -308,6 +311,7 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
                             if not f.name.endswith(".tmp") and not f.name.startswith(".")})
         for relative in staging.files:
             sources.pop(relative, None)
+        _restage_earlier_layout(sources, staging)
         for index, (relative, source) in enumerate(sources.items()):
             if index == len(sources) // 2:
                 failpoint("publish:linking")
@@ -337,6 +341,40 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
         _collect(layout, new, current)
     staging.discard()
     return new
+
+
+def _restage_earlier_layout(sources: dict[str, Path], staging: Staging) -> None:
+    """Days published before each table was one dataset (a manifest without `layout`), taken into the version
+    being built in the dataset layout: each Parquet file without its `day` column, each CSV moved to the csv/ tree,
+    the manifest rewritten. Done under the publishing lock, from the files the new version would otherwise carry
+    over, so a day another run is publishing at the same time is never overwritten by its earlier copy."""
+    prefix = f"{EXPORTS}/{MANIFESTS}/"
+    earlier = {relative: manifest for relative, path in sources.items()
+               if relative.startswith(prefix) and relative.endswith(".json")
+               and (manifest := json.loads(path.read_text())).get("layout") != DATASET_LAYOUT}
+    if not earlier:
+        return
+    with duckdb.connect() as con:
+        for relative, manifest in sorted(earlier.items()):
+            day = date.fromisoformat(manifest["day"])
+            files = []
+            for entry in manifest["files"]:
+                source = sources.pop(f"{EXPORTS}/{entry['path']}", None)
+                if source is None:  # already missing: verify_day keeps saying so
+                    files.append(entry)
+                elif entry["path"].endswith(".csv"):
+                    schema, table = entry["table"].split(".", 1)
+                    moved = str(csv_file(Path(), schema, table, day))
+                    staging.add_link(source, f"{EXPORTS}/{moved}")
+                    files.append({**entry, "path": moved})
+                else:
+                    target = f"{EXPORTS}/{entry['path']}"
+                    staging.add_query(con, f"SELECT * EXCLUDE (day) FROM read_parquet({sql_path(source)}, "
+                                           "hive_partitioning = false)", target)
+                    files.append({**entry, "sha256": _sha256(staging.files[target])})
+            sources.pop(relative)
+            staging.add_text(json.dumps({**manifest, "layout": DATASET_LAYOUT, "files": files}, indent=2) + "\n",
+                             relative)
 
 
 def _collect(layout: HomeLayout, current: Path, previous: Path | None) -> None:
