@@ -369,9 +369,13 @@ def _restage_earlier_layout(sources: dict[str, Path], staging: Staging) -> None:
                     files.append({**entry, "path": moved})
                 else:
                     target = f"{EXPORTS}/{entry['path']}"
-                    staging.add_query(con, f"SELECT * EXCLUDE (day) FROM read_parquet({sql_path(source)}, "
-                                           "hive_partitioning = false)", target)
-                    files.append({**entry, "sha256": _sha256(staging.files[target])})
+                    reader = f"read_parquet({sql_path(source)}, hive_partitioning = false)"
+                    if "day" in {c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}:
+                        staging.add_query(con, f"SELECT * EXCLUDE (day) FROM {reader}", target)
+                        files.append({**entry, "sha256": _sha256(staging.files[target])})
+                    else:
+                        sources[target] = source  # already without it
+                        files.append(entry)
             sources.pop(relative)
             staging.add_text(json.dumps({**manifest, "layout": DATASET_LAYOUT, "files": files}, indent=2) + "\n",
                              relative)
