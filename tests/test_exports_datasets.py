@@ -29,6 +29,7 @@ from tokenledger import lake
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.duck import compute_connection
+from tokenledger.expectations import CRITICAL
 from tokenledger.paths import HomeLayout
 from tokenledger.publishing import (
     DATASET_LAYOUT,
@@ -228,7 +229,9 @@ def test_a_copied_home_reads_itself_through_tokenledger_and_plain_duckdb(home: P
     # The trend rebuilt in the copy dates its rows from the day folders' own names, not the ancestors'.
     with compute_connection(tmp_path / "spill") as con:
         outcome = rebuild_trend(con, layout)
-    assert (outcome.rows, outcome.days) == (expected[TREND.qualified], 1)
+    assert (outcome.rows, outcome.days, outcome.validation.failed(CRITICAL)) == (expected[TREND.qualified], 1, [])
+    trend = pq.read_table(copy / "exports" / "infra" / "capacity_trend" / lake.DATA_FILE)
+    assert set(trend.column("day").to_pylist()) == {DAY} and trend.num_rows == expected[TREND.qualified]
 
 
 def test_views_written_with_absolute_paths_are_rewritten_when_tokenledger_opens_the_warehouse(
