@@ -135,6 +135,8 @@ def test_polars_reads_each_dataset_with_its_day(home: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs a Java runtime (java on PATH)")
 def test_spark_reads_each_dataset_with_its_day(home: Path) -> None:
+    """Runs where pyspark is installed, which is not the dev environment: beside great_expectations it exits
+    pytest-xdist workers (pyproject.toml). `pip install pyspark==4.3.0`, then run this file with `-n 0`."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
     from pyspark.sql.types import DateType
