@@ -42,9 +42,10 @@ _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exp
           backfill_policy=single_run, group_name="publish", kinds={"parquet", "csv", "duckdb"},
           check_specs=[_VIEWS])
 def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource):
-    """The run's days of every published table in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/, the
-    core tables behind the warehouse's core views, and a manifest per day, switched in together.
-    Grain: day x published table. Definition: spec/published.md."""
+    """The run's days of every published table in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/ (one
+    Parquet dataset per table, the day in the folder name; finance also as CSV under exports/csv/), the core
+    tables behind the warehouse's core views, and a manifest per day, switched in together.
+    Grain: day x published table. Definition: spec/published.md; the layout: docs/decisions.md."""
     layout = ledger.layout
     staging = Staging(layout)
 

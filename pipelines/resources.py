@@ -22,7 +22,7 @@ from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
 from tokenledger.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
 from tokenledger.paths import HomeLayout
-from tokenledger.warehouse import WarehouseResource
+from tokenledger.warehouse import WarehouseResource, warehouse_resource
 
 OPTIONAL_DIRS = {
     "raw_dir": "TOKENLEDGER_RAW_DIR",
@@ -105,7 +105,7 @@ class LedgerResource(dg.ConfigurableResource):
 
     def warehouse(self) -> WarehouseResource:
         """The warehouse file, which holds only views over the published tables (see tokenledger.warehouse)."""
-        return WarehouseResource(database=str(self.layout.warehouse))
+        return warehouse_resource(self.layout)
 
 
 def run_days(tags: dict[str, str]) -> list[date]:

@@ -2,6 +2,8 @@
 -- [day - 6, day] and [day - 27, day]. Only days that were published count: a missing day is absent from both
 -- numerator and denominator, never a zero. Ratios are ratios of sums (a cost per MTok over a week is the week's
 -- cost over the week's compliant tokens), not averages of daily ratios. Money stays apart by currency.
+-- Its three sources are the published day files of each table, with the day taken from their folder names
+-- (tokenledger/publishing.py, published_days).
 WITH capacity AS (
     SELECT
         day,
@@ -10,15 +12,15 @@ WITH capacity AS (
         sum(compliant_output_tokens) AS compliant_output_tokens,
         sum(daily_capacity_tokens) AS daily_capacity_tokens,
         sum(output_tokens) FILTER (WHERE daily_capacity_tokens IS NOT NULL) AS output_with_capacity
-    FROM read_parquet($capacity_files, union_by_name = true)
+    FROM ({capacity_days})
     GROUP BY day, model
 ), cost AS (
     SELECT day, model, currency, sum(cost_total) AS cost_total, sum(compliant_output_tokens) AS costed_tokens
-    FROM read_parquet($cost_files, union_by_name = true)
+    FROM ({cost_days})
     GROUP BY day, model, currency
 ), slo AS (
     SELECT day, model, effective_requests, compliant_requests
-    FROM read_parquet($slo_files, union_by_name = true)
+    FROM ({slo_days})
     WHERE isl_bucket = 'all'
 ), daily AS (
     SELECT c.*, k.currency, k.cost_total, k.costed_tokens, s.effective_requests, s.compliant_requests

@@ -161,15 +161,20 @@ def gateway_dir(home: Path, day: str) -> Path:
     return home / "raw" / "gateway" / f"dt={day}"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home with the hand-made config above and TOKENLEDGER_HOME pointing at it."""
-    root = tmp_path / "home"
+def make_home(root: Path) -> Path:
+    """A home at `root` with the hand-made config above and an empty landing zone."""
     (root / "config").mkdir(parents=True)
     (root / "config" / "deployments.yaml").write_text(DEPLOYMENTS_YAML)
     (root / "config" / "slo.yaml").write_text(SLO_YAML)
     (root / "config" / "costs.yaml").write_text(COSTS_YAML)
     (root / "raw" / "billing").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home with the hand-made config above and TOKENLEDGER_HOME pointing at it."""
+    root = make_home(tmp_path / "home")
     monkeypatch.setenv("TOKENLEDGER_HOME", str(root))
     # Many tests run a day for its config or bill alone: their days are declared idle. The test of the rule that
     # a day without logs fails (test_ingest_gateway.py) removes this.

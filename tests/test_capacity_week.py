@@ -44,7 +44,7 @@ def week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def _published(home: Path, table: str) -> list[dict]:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    cursor = con.execute("SELECT * FROM read_parquet($f) ORDER BY ALL",
+    cursor = con.execute("SELECT * FROM read_parquet($f, hive_partitioning = true) ORDER BY ALL",
                          {"f": str(home / "exports" / "infra" / table / "day=*" / lake.DATA_FILE)})
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]

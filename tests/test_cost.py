@@ -285,12 +285,14 @@ def test_finance_tables_are_published_as_parquet_and_csv(home: Path) -> None:
     assert result.success, failure_text(result)
     con = duckdb.connect()
     for table in ("cost_per_mtok_daily", "tenant_showback_daily", "cost_reconciliation_daily"):
-        folder = home / "exports" / "finance" / table / f"day={DAY}"
-        parquet = con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(folder / "data.parquet")}).fetchone()
-        csv_rows = con.execute("SELECT count(*) FROM read_csv($p)", {"p": str(folder / "data.csv")}).fetchone()
+        parquet = con.execute("SELECT count(*) FROM read_parquet($p)", {
+            "p": str(home / "exports" / "finance" / table / f"day={DAY}" / "data.parquet")}).fetchone()
+        csv_rows = con.execute("SELECT count(*) FROM read_csv($p)", {
+            "p": str(home / "exports" / "csv" / "finance" / table / f"{table}_{DAY}.csv")}).fetchone()
         assert parquet == csv_rows and parquet[0] > 0, table
     recon = con.execute("SELECT billed_effective_cost, balanced FROM read_csv($p)", {
-        "p": str(home / f"exports/finance/cost_reconciliation_daily/day={DAY}/data.csv")}).fetchone()
+        "p": str(home / f"exports/csv/finance/cost_reconciliation_daily/cost_reconciliation_daily_{DAY}.csv")}
+                        ).fetchone()
     assert (float(recon[0]), recon[1]) == (731.6, True)
 
 

@@ -123,4 +123,5 @@ def test_each_cost_table_has_its_contract_columns(week, ref: TableRef) -> None:
                                                      for c in table.columns], day
     if ref.schema == "finance":
         exported = home / "exports" / ref.schema / ref.name
-        assert len(list(exported.glob("day=*/data.parquet"))) == len(list(exported.glob("day=*/data.csv"))) == 7
+        spreadsheets = home / "exports" / "csv" / ref.schema / ref.name
+        assert len(list(exported.glob("day=*/data.parquet"))) == len(list(spreadsheets.glob("*.csv"))) == 7

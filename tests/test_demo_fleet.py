@@ -45,7 +45,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _published(home: Path, table: str, where: str = "true") -> list[dict[str, Any]]:
     path = lake.day_file(home / "exports", "infra", table, MONDAY)
-    cursor = duckdb.connect().execute(f"SELECT * FROM read_parquet($f) WHERE {where}", {"f": str(path)})
+    cursor = duckdb.connect().execute(f"SELECT * FROM read_parquet($f, hive_partitioning = true) WHERE {where}",
+                                      {"f": str(path)})
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 

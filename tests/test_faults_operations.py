@@ -34,8 +34,8 @@ from tokenledger.duck import literal_path
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.generate import generate_landing_zone
 from tokenledger.paths import PROJECT_ROOT, HomeLayout
-from tokenledger.publishing import current_version, published_exports, verify_day
-from tokenledger.warehouse import refresh_views, writable_database
+from tokenledger.publishing import csv_file, current_version, published_exports, verify_day
+from tokenledger.warehouse import connect, refresh_views, writable_database
 
 DAY = date(2026, 11, 16)
 MODEL, DEPLOYMENT = "llama-3.1-8b-instruct", "llama8b-l40s-onprem"
@@ -150,32 +150,41 @@ def test_a_held_warehouse_is_said_plainly_and_the_day_is_still_published(publish
     assert refresh_views(HomeLayout.of(home)).refreshed  # once the other process let go
 
 
-def test_a_home_under_a_glob_like_path_reads_only_itself(published) -> None:
+def test_a_home_under_a_glob_like_path_reads_only_itself(published, monkeypatch: pytest.MonkeyPatch) -> None:
     home = published[0]
     layout = HomeLayout.of(home)
     refresh_views(layout)
     requests = _requests_published(home)
-    con = duckdb.connect(str(layout.warehouse), read_only=True)
-    assert con.execute("SELECT count(*) FROM core.gateway_requests").fetchone()[0] == requests
-    split = con.execute("SELECT sum(requests) FROM infra.token_split_daily").fetchone()[0]
-    assert split == requests  # every request reached a model (no rejected ones in this small day)
-    assert con.execute("SELECT count(DISTINCT day) FROM infra.slo_daily").fetchone()[0] == 1
-    recon = con.execute("SELECT rows_read, rows_accepted FROM quality.ingest_reconciliation_daily "
-                        "WHERE source = 'gateway'").fetchone()
-    assert recon[1] == requests
+
+    def plain_from_home() -> duckdb.DuckDBPyConnection:
+        monkeypatch.chdir(home)
+        return duckdb.connect(str(layout.warehouse), read_only=True)
+
+    # Through tokenledger, then as anyone opens it from the home (one at a time: DuckDB will not open one file
+    # with two configurations in one process).
+    for opened in (lambda: connect(layout), plain_from_home):
+        con = opened()
+        assert con.execute("SELECT count(*) FROM core.gateway_requests").fetchone()[0] == requests
+        split = con.execute("SELECT sum(requests) FROM infra.token_split_daily").fetchone()[0]
+        assert split == requests  # every request reached a model (no rejected ones in this small day)
+        assert con.execute("SELECT count(DISTINCT day) FROM infra.slo_daily").fetchone()[0] == 1
+        recon = con.execute("SELECT rows_read, rows_accepted FROM quality.ingest_reconciliation_daily "
+                            "WHERE source = 'gateway'").fetchone()
+        assert recon[1] == requests
+        con.close()
 
 
 def test_finance_csv_cells_are_never_formulas_and_parquet_keeps_the_value(published) -> None:
     home = published[0]
     folder = lake.day_dir(home / "exports", "finance", "tenant_showback_daily", DAY)
-    with (folder / "data.csv").open(newline="", encoding="utf-8") as f:
+    with csv_file(home / "exports", "finance", "tenant_showback_daily", DAY).open(newline="", encoding="utf-8") as f:
         tenants = {row["tenant_id"] for row in csv.DictReader(f)}
     assert {"'" + t for t in FORMULAS} <= tenants
     assert not any(t[:1] in "=+-@" for t in tenants)
     parquet = set(pq.read_table(folder / "data.parquet", columns=["tenant_id"]).column("tenant_id").to_pylist())
     assert set(FORMULAS) <= parquet
     # Only text cells are neutralized: no number gets an apostrophe.
-    with (lake.day_dir(home / "exports", "finance", "cost_per_mtok_daily", DAY) / "data.csv").open() as f:
+    with csv_file(home / "exports", "finance", "cost_per_mtok_daily", DAY).open() as f:
         assert all(not row["cost_total"].startswith("'") for row in csv.DictReader(f))
 
 
@@ -255,18 +264,25 @@ def test_a_run_killed_right_after_the_switch_has_published_the_day_whole(publish
     assert verify_day(layout, DAY) == []
 
 
-def _views(layout: HomeLayout) -> dict[str, str]:
-    con = duckdb.connect(str(layout.warehouse), read_only=True)
+def _views(layout: HomeLayout, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A digest of what each view shows, read as anyone reads the warehouse: from its home folder."""
+    con = _warehouse(layout, monkeypatch)
     views = con.execute("SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT internal").fetchall()
     return {v: con.execute(f"SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) FROM {v} t").fetchone()[0]
             for (v,) in views}
 
 
-def test_a_blocked_day_leaves_every_view_unchanged(published, tmp_path: Path) -> None:
+def _warehouse(layout: HomeLayout, monkeypatch: pytest.MonkeyPatch) -> duckdb.DuckDBPyConnection:
+    monkeypatch.chdir(layout.home)  # the views read paths relative to the home
+    return duckdb.connect(str(layout.warehouse), read_only=True)
+
+
+def test_a_blocked_day_leaves_every_view_unchanged(published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
     home = _copy(published[0], tmp_path / "blocked" / "home")
     layout = HomeLayout.of(home)
-    assert refresh_views(layout).refreshed  # the copy's views read the copy (absolute paths, until issue 13)
-    views, exports = _views(layout), _snapshot(home / "exports")
+    refresh_views(layout)  # the fixture's run found the warehouse held; the copy's views read the copy
+    views, exports = _views(layout, monkeypatch), _snapshot(home / "exports")
     assert "quality.quarantine_pending" in views
     write_jsonl(gateway_dir(home, DAY.isoformat()) / "zz-bad.jsonl",
                 [request(f"bad-{i}", received_at=f"{DAY}T12:00:00Z", model=MODEL, deployment_id=DEPLOYMENT,
@@ -278,11 +294,11 @@ def test_a_blocked_day_leaves_every_view_unchanged(published, tmp_path: Path) ->
                "quarantine_within_tolerance"]
     pending_file = lake.day_file(layout.lake, "quality", "quarantine", DAY)
     assert blocked and str(pending_file) in blocked[0].description, blocked
-    after = _views(layout)
+    after = _views(layout, monkeypatch)
     assert {v: h for v, h in after.items() if v != "quality.quarantine_pending"} == \
            {v: h for v, h in views.items() if v != "quality.quarantine_pending"}
     assert _snapshot(home / "exports") == exports
-    con = duckdb.connect(str(layout.warehouse), read_only=True)
+    con = _warehouse(layout, monkeypatch)
     assert con.execute("SELECT count(*) FROM quality.quarantine_pending WHERE reason LIKE 'status: okay%'"
                        ).fetchone()[0] == 30
     assert con.execute("SELECT count(*) FROM quality.quarantine WHERE reason LIKE 'status: okay%'").fetchone()[0] == 0

@@ -19,7 +19,8 @@ START = date(2026, 11, 1)
 def _publish(home: Path, schema: str, table: str, day: date, select: str) -> None:
     target = lake.day_file(home / "exports", schema, table, day)
     target.parent.mkdir(parents=True, exist_ok=True)
-    duckdb.connect().execute(f"COPY ({select}) TO '{target}' (FORMAT PARQUET)")
+    # As published: the day only in the folder name.
+    duckdb.connect().execute(f"COPY (SELECT * EXCLUDE (day) FROM ({select})) TO '{target}' (FORMAT PARQUET)")
 
 
 def _day(home: Path, day: date, cost: float, compliant: int, output: int, gpus: float, capacity: float | None,

@@ -25,12 +25,12 @@ import yaml
 from tokenledger import lake
 from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
-from tokenledger.duck import register_arrow, sql_path, statement, used_params
+from tokenledger.duck import literal_path, register_arrow, sql_path, statement, used_params
 from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import manifest_path, published_exports
+from tokenledger.publishing import manifest_path, published_days, published_exports
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
@@ -524,7 +524,7 @@ def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWi
     if not path.is_file():
         raise LedgerError(f"{schema}.{table} is not published for {window.day} ({path}): the review reports "
                           "published figures only. Run the whole day (tokenledger run) first.")
-    return _rows(con, f"SELECT * FROM read_parquet({sql_path(path)})")
+    return _rows(con, f"SELECT * FROM ({published_days('$files')})", {"files": [literal_path(path)]})
 
 
 def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
@@ -539,8 +539,8 @@ def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWind
             continue
     if not files:
         return []
-    return _rows(con, f"SELECT {columns} FROM read_parquet(["
-                 + ", ".join(sql_path(p) for p in files) + "], union_by_name = true) ORDER BY ALL")
+    return _rows(con, f"SELECT {columns} FROM ({published_days('$files')}) ORDER BY ALL",
+                 {"files": [literal_path(p) for p in files]})
 
 
 def _published_run(layout: HomeLayout, day: date) -> str | None:

@@ -157,18 +157,21 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
 
     con = duckdb.connect()
     exports = published_exports(layout)  # one version for the whole summary
-    print(f"\nPublished to {layout.exports} (Parquet per day; finance also CSV) and {layout.warehouse} (views):")
+    print(f"\nPublished to {layout.exports} (a Parquet dataset per table, day=YYYY-MM-DD/ per day; finance also as "
+          f"CSV under csv/) and {layout.warehouse} (views):")
     for ref in PUBLISHED_TABLES:
         files = [lake.day_file(exports, ref.schema, ref.name, start + timedelta(days=i))
                  for i in range((end - start).days + 1)]
         present = [literal_path(f) for f in files if f.is_file()]
-        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": present}).fetchone()[0] if present else 0
+        rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)", {"f": present}
+                           ).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
     from tokenledger.trend import TREND
 
     trend = exports / TREND.schema / TREND.name / lake.DATA_FILE
     if trend.is_file():
-        rows = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": literal_path(trend)}).fetchone()[0]
+        rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)",
+                           {"f": literal_path(trend)}).fetchone()[0]
         print(f"  {TREND.qualified:<40} all days {rows:>12,} rows")
     reports = sorted(layout.reports.glob("capacity-review-*.html"))
     if reports:
@@ -181,12 +184,15 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged):")
         for source, read, accepted, quarantined, merged, balanced in con.execute(
                 "SELECT source, sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged), "
-                "bool_and(balanced) FROM read_parquet($f) GROUP BY source ORDER BY source", {"f": recon}).fetchall():
+                "bool_and(balanced) FROM read_parquet($f, hive_partitioning = false) GROUP BY source ORDER BY source",
+                {"f": recon}).fetchall():
             state = "balanced" if balanced else "NOT BALANCED"
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
                   f"+ {merged:>6,} merged   {state}")
-    print(f"\nQuery them with DuckDB: open {layout.warehouse} (read-only is enough) and "
-          "SELECT * FROM quality.quarantine;  the Dagster UI: tokenledger ui --home " + str(layout.home))
+    print(f"\nQuery them with DuckDB from the home folder (the views read paths relative to it): cd {layout.home} "
+          f"&& duckdb -readonly {layout.warehouse}, then SELECT * FROM quality.quarantine; or in Python from "
+          f"anywhere, tokenledger.warehouse.connect('{layout.home}').  The Dagster UI: tokenledger ui --home "
+          f"{layout.home}")
 
 
 def _check_range(start: date, end: date) -> None:

@@ -105,11 +105,11 @@ class HomeLayout:
 _URL_UNSAFE = frozenset("?#%")
 
 
-def url_safe_folder(folder: Path) -> Path:
-    """`folder`, or when its path holds a character such a URL cannot carry, a symlink to it with a plain path
-    (under the system's temporary folder, named after a hash of the real path). Files opened through the alias
-    live in the real folder, side files (a database's WAL) included."""
-    if not _URL_UNSAFE & set(str(folder)):
+def url_safe_folder(folder: Path, unsafe: frozenset[str] = _URL_UNSAFE) -> Path:
+    """`folder`, or when its path holds a character such a URL (or another reader, `unsafe`) cannot carry, a symlink
+    to it with a plain path (under the system's temporary folder, named after a hash of the real path). Files
+    opened through the alias live in the real folder, side files (a database's WAL) included."""
+    if not unsafe & set(str(folder)):
         return folder
     alias = Path(tempfile.gettempdir()) / "tokenledger" / (
         "link-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16])

@@ -14,9 +14,14 @@ are removed by a later run, see tokenledger/housekeeping.py), and a run killed a
 Versions are built under a lock, so runs publishing different days at once each keep the other's days. The
 previous version, and any version replaced less than ten minutes ago, is kept for readers still reading it.
 
-Finance tables are also written as CSV for spreadsheets, with formula-like text cells neutralized (OWASP's CSV
-injection rule: a cell starting with =, +, -, @, a tab or a carriage return gets a leading apostrophe). Parquet
-keeps every value as it is.
+Each published table is one Hive-partitioned Parquet dataset, `exports/<schema>/<table>/day=YYYY-MM-DD/data.parquet`,
+whose files hold every column but `day`: the day lives only in the folder name, so that pandas, pyarrow, Polars,
+DuckDB and Spark all read the folder whole (a `day` column in the files clashes with the type each of them gives
+the folder's `day`: pyarrow and pandas infer text, the file holds a date). Nothing else sits in a table's folder:
+finance tables are also written as CSV for spreadsheets in their own tree, `exports/csv/<schema>/<table>/
+<table>_YYYY-MM-DD.csv` (with the `day` column, and formula-like text cells neutralized by OWASP's CSV injection
+rule: a cell starting with =, +, -, @, a tab or a carriage return gets a leading apostrophe), and the manifests
+in `exports/_manifests/`, a folder dataset readers skip. Parquet keeps every value as it is.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ from tokenledger.paths import HomeLayout
 
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
+CSV = "csv"
+# Manifests of days published as datasets say so; a day without it is restaged by the next publication.
+DATASET_LAYOUT = 2
 LAKE = "lake"
 CURRENT = "current"
 VERSION_PREFIX = "v"
@@ -95,6 +103,26 @@ def manifest_name(day: date) -> str:
     return f"{MANIFESTS}/day={day.isoformat()}.json"
 
 
+def csv_file(exports: Path, schema: str, table: str, day: date) -> Path:
+    """A finance table's day as CSV, outside the Parquet dataset (named after the table too: a spreadsheet will
+    not open two files of the same name at once)."""
+    return exports / CSV / schema / table / f"{table}_{day.isoformat()}.csv"
+
+
+# The day of a published file is the name of the folder it sits in. DuckDB's hive_partitioning reads every
+# key=value folder of the whole path and the first `day=` wins, so a home under /backups/day=2026-01-01/ would date
+# every row that day (and its detection is on by default): it is turned off, and the day is taken from the file's
+# own folder.
+_DAY_OF_FILE = r"CAST(regexp_extract(filename, '(^|/)day=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 2) AS DATE)"
+
+
+def published_days(files: str) -> str:
+    """A SELECT of published day files with `day` first, as the table's contract has it. `files` is a DuckDB list
+    of literal paths (a parameter such as `$files`, or a list of `sql_path` literals)."""
+    return (f"SELECT {_DAY_OF_FILE} AS day, * EXCLUDE (filename) FROM read_parquet({files}, filename = true, "
+            "union_by_name = true, hive_partitioning = false)")
+
+
 @contextmanager
 def exclusive(lock_file: Path) -> Iterator[None]:
     """Hold an exclusive lock on `lock_file` (created if needed) across processes; the kernel releases it if the
@@ -126,23 +154,15 @@ class Staging:
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
 
-    def add_copy(self, source: Path, relative: str) -> Path:
-        """Stage a copy of a finished file, flushed to disk."""
-        target = self.path(relative)
-        with source.open("rb") as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-            dst.flush()
-            os.fsync(dst.fileno())
-        self.files[relative] = target
-        return target
-
     def add_query(self, con: duckdb.DuckDBPyConnection, query: str, relative: str, fmt: str = "parquet",
                   params: Mapping[str, Any] | None = None) -> int:
-        """Stage the result of `query` as a Parquet (or CSV) file; returns its rows."""
+        """Stage the result of `query` as a Parquet (or CSV) file, flushed to disk; returns its rows."""
         target = self.path(relative)
         options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
         rows = con.execute(f"COPY ({query}) TO {quote_path(target)} ({options})",
                            used_params(query, params)).fetchone()[0]
+        with target.open("rb") as written:
+            os.fsync(written.fileno())
         self.files[relative] = target
         return int(rows)
 
@@ -162,7 +182,7 @@ class Staging:
 def csv_select(con: duckdb.DuckDBPyConnection, source: Path) -> str:
     """SELECT of a Parquet file's rows for a CSV export: text cells that a spreadsheet would run as a formula get a
     leading apostrophe (OWASP); numbers, dates and the Parquet file itself are left as they are."""
-    reader = f"read_parquet({sql_path(source)})"
+    reader = f"read_parquet({sql_path(source)}, hive_partitioning = false)"
     items = []
     for name, duck_type, *_ in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall():
         quoted = '"' + name.replace('"', '""') + '"'
@@ -174,9 +194,18 @@ def csv_select(con: duckdb.DuckDBPyConnection, source: Path) -> str:
     return f"SELECT {', '.join(items)} FROM {reader}"
 
 
+def _without_day(con: duckdb.DuckDBPyConnection, source: Path) -> str:
+    """SELECT of a lake file's rows for its dataset: every column but `day`, which lives in the folder name (a
+    table without a `day` column, such as the FOCUS export whose dates are ChargePeriodStart/End, is kept whole)."""
+    reader = f"read_parquet({sql_path(source)}, hive_partitioning = false)"
+    columns = {c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
+    return f"SELECT * EXCLUDE (day) FROM {reader}" if "day" in columns else f"SELECT * FROM {reader}"
+
+
 def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Staging, day: date,
               published: Sequence[TableRef], core: Sequence[TableRef], run_id: str) -> list[PublishedFile]:
-    """Stage the day's published tables (finance also as CSV), its core tables and its manifest."""
+    """Stage the day's published tables (their lake files without `day`, finance also as CSV with it), its core
+    tables and its manifest."""
     missing = [ref.qualified for ref in (*published, *core)
                if not lake.day_file(layout.lake, ref.schema, ref.name, day).is_file()]
     if missing:
@@ -186,11 +215,10 @@ def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Stagi
     for ref in published:
         source = lake.day_file(layout.lake, ref.schema, ref.name, day)
         relative = str(lake.day_file(Path(), ref.schema, ref.name, day))
-        staged = staging.add_copy(source, f"{EXPORTS}/{relative}")
-        rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(staged)})").fetchone()[0]
-        files.append(PublishedFile(ref.qualified, relative, rows, _sha256(staged)))
+        rows = staging.add_query(con, _without_day(con, source), f"{EXPORTS}/{relative}")
+        files.append(PublishedFile(ref.qualified, relative, rows, _sha256(staging.files[f"{EXPORTS}/{relative}"])))
         if ref.csv_export:
-            csv_relative = str(Path(relative).with_name("data.csv"))
+            csv_relative = str(csv_file(Path(), ref.schema, ref.name, day))
             staging.add_query(con, csv_select(con, source), f"{EXPORTS}/{csv_relative}", fmt="csv")
             files.append(PublishedFile(ref.qualified, csv_relative, rows,
                                        _sha256(staging.files[f"{EXPORTS}/{csv_relative}"])))
@@ -201,6 +229,7 @@ def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Stagi
         "day": day.isoformat(),
         "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "run_id": run_id,
+        "layout": DATASET_LAYOUT,
         "files": [{"table": f.table, "path": f.path, "rows": f.rows, "sha256": f.sha256} for f in files],
     }
     staging.add_text(json.dumps(manifest, indent=2) + "\n", f"{EXPORTS}/{manifest_name(day)}")
@@ -294,6 +323,7 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
                             if not f.name.endswith(".tmp") and not f.name.startswith(".")})
         for relative in staging.files:
             sources.pop(relative, None)
+        _restage_earlier_layout(sources, staging)
         for index, (relative, source) in enumerate(sources.items()):
             if index == len(sources) // 2:
                 failpoint("publish:linking")
@@ -323,6 +353,44 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
         _collect(layout, new, current)
     staging.discard()
     return new
+
+
+def _restage_earlier_layout(sources: dict[str, Path], staging: Staging) -> None:
+    """Days published before each table was one dataset (a manifest without `layout`), taken into the version
+    being built in the dataset layout: each Parquet file without its `day` column, each CSV moved to the csv/ tree,
+    the manifest rewritten. Done under the publishing lock, from the files the new version would otherwise carry
+    over, so a day another run is publishing at the same time is never overwritten by its earlier copy."""
+    prefix = f"{EXPORTS}/{MANIFESTS}/"
+    earlier = {relative: manifest for relative, path in sources.items()
+               if relative.startswith(prefix) and relative.endswith(".json")
+               and (manifest := json.loads(path.read_text())).get("layout") != DATASET_LAYOUT}
+    if not earlier:
+        return
+    with duckdb.connect() as con:
+        for relative, manifest in sorted(earlier.items()):
+            day = date.fromisoformat(manifest["day"])
+            files = []
+            for entry in manifest["files"]:
+                source = sources.pop(f"{EXPORTS}/{entry['path']}", None)
+                if source is None:  # already missing: verify_day keeps saying so
+                    files.append(entry)
+                elif entry["path"].endswith(".csv"):
+                    schema, table = entry["table"].split(".", 1)
+                    moved = str(csv_file(Path(), schema, table, day))
+                    staging.add_link(source, f"{EXPORTS}/{moved}")
+                    files.append({**entry, "path": moved})
+                else:
+                    target = f"{EXPORTS}/{entry['path']}"
+                    reader = f"read_parquet({sql_path(source)}, hive_partitioning = false)"
+                    if "day" in {c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}:
+                        staging.add_query(con, f"SELECT * EXCLUDE (day) FROM {reader}", target)
+                        files.append({**entry, "sha256": _sha256(staging.files[target])})
+                    else:
+                        sources[target] = source  # already without it
+                        files.append(entry)
+            sources.pop(relative)
+            staging.add_text(json.dumps({**manifest, "layout": DATASET_LAYOUT, "files": files}, indent=2) + "\n",
+                             relative)
 
 
 def _collect(layout: HomeLayout, current: Path, previous: Path | None) -> None:

@@ -12,11 +12,12 @@ from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path, sql_path, statement
 from tokenledger.expectations import CRITICAL, Validation, validate_files
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import EXPORTS, Staging, exclusive, publish_files, published_exports
+from tokenledger.publishing import EXPORTS, Staging, exclusive, publish_files, published_days, published_exports
 
+# Rebuilt whole, so not partitioned by day: one file with `day` a column, alone in its folder (a dataset of one).
 TREND = TableRef("infra", "capacity_trend")
-SOURCES = {"capacity_files": ("infra", "capacity_daily"), "cost_files": ("finance", "cost_per_mtok_daily"),
-           "slo_files": ("infra", "slo_daily")}
+SOURCES = {"capacity": ("infra", "capacity_daily"), "cost": ("finance", "cost_per_mtok_daily"),
+           "slo": ("infra", "slo_daily")}
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,13 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
     relative = f"{EXPORTS}/{TREND.schema}/{TREND.name}/{lake.DATA_FILE}"
     with exclusive(layout.locks / "trend.lock"):
         exports = published_exports(layout)
-        files = {param: sorted(literal_path(p) for p in (exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
-                 for param, (schema, name) in SOURCES.items()}
+        files = {f"{source}_files": sorted(literal_path(p) for p in
+                                           (exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
+                 for source, (schema, name) in SOURCES.items()}
         if all(files.values()):
-            query, params = statement("capacity_trend"), files
+            query = statement("capacity_trend", **{f"{source}_days": published_days(f"${source}_files")
+                                                   for source in SOURCES})
+            params = files
         else:  # nothing published yet: an empty table of the contract's shape
             nulls = ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in table.columns)
             query, params = f"SELECT {nulls} WHERE false", {}
