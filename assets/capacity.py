@@ -14,10 +14,8 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from assets.accounting import usage_hourly
-from assets.cost import cost_per_mtok_daily
 from assets.daily import for_each_day
-from assets.ingest import deployments_daily, gateway_requests
+from assets.tables import table_asset
 from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
 from tokenledger.capacity import (
@@ -31,11 +29,8 @@ from tokenledger.capacity import (
 )
 from tokenledger.ingest import DayWindow
 
-_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "capacity"}
-_TABLE = {**_DAILY, "kinds": {"duckdb", "parquet"}}
 
-
-@dg.asset(key=["core", "loadtest_steps"], deps=[deployments_daily], **_TABLE)
+@table_asset("core.loadtest_steps")
 def loadtest_steps(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Every arrival-rate step of the load-test runs that started on the day, judged against every commitment,
     with the run's lambda_slo_max, goodput per GPU at it and whether it is verified on every row.
@@ -52,7 +47,7 @@ def loadtest_steps(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
     return for_each_day(context, ledger, day_fn, needs_config=True)
 
 
-@dg.asset(key=["core", "capacity_windows"], deps=[gateway_requests, deployments_daily], **_TABLE)
+@table_asset("core.capacity_windows")
 def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Every stable_window_min window of the day (one every step_min minutes) per deployment, judged against every
     commitment, with its goodput per GPU: the audit trail of the demonstrated capacity.
@@ -65,9 +60,7 @@ def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) 
                         needs_config=True)
 
 
-@dg.asset(key=["infra", "capacity_daily"],
-          deps=[usage_hourly, deployments_daily, gateway_requests, capacity_windows, loadtest_steps,
-                cost_per_mtok_daily], **_TABLE)
+@table_asset("infra.capacity_daily")
 def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Throughput and SLO goodput per GPU and per watt, and the day's capacity: goodput per GPU from a verified
     load test or the demonstrated lower bound (with source, verification and a note), daily capacity,
@@ -81,8 +74,7 @@ def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
                         needs_config=True)
 
 
-@dg.asset(key=["infra", "load_hourly"], deps=[usage_hourly, gateway_requests, deployments_daily, capacity_daily],
-          **_TABLE)
+@table_asset("infra.load_hourly")
 def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The load curve against capacity: requests, arrival rate, busiest second and minute, bursts above the
     planning rate, output demand and input rates per hour, the capacity token rate, hours over capacity and the
@@ -96,8 +88,7 @@ def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
                         needs_config=True)
 
 
-@dg.asset(key=["infra", "capacity_plan_daily"], deps=[gateway_requests, deployments_daily, capacity_daily, load_hourly],
-          **_TABLE)
+@table_asset("infra.capacity_plan_daily")
 def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The capacity plan: planning peak, Little's law, the least Erlang C slots for the wait target, replicas by
     Erlang C and by seed 000's rule, the policy's headroom itemized, seed 002's sizing (peak token rate / goodput
@@ -112,7 +103,8 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
 
 
 @dg.asset(key=["reports", "capacity_review"], deps=[dg.AssetKey(["publish", "exports"])],
-          kinds={"html", "markdown"}, **_DAILY)
+          kinds={"html", "markdown"}, partitions_def=daily_partitions, backfill_policy=single_run,
+          group_name="capacity")
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The day's capacity review (seed 002's template), led by a verdict per model, then one section per model and
     configuration, with charts: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.

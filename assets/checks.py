@@ -20,7 +20,7 @@ from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.adapters import NOT_A_REQUEST
-from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import TABLES, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
@@ -77,7 +77,7 @@ def _contract_checks(ref: TableRef) -> dg.AssetChecksDefinition:
     return contract
 
 
-contract_checks = [_contract_checks(ref) for ref in CORE_TABLES + PUBLISHED_TABLES]
+contract_checks = [_contract_checks(ref) for ref in TABLES]
 
 
 @dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,

@@ -9,10 +9,9 @@ tokenledger/cost.py and the SQL file named after each table.
 import dagster as dg
 import duckdb
 
-from assets.accounting import usage_hourly
 from assets.daily import for_each_day
-from assets.ingest import billing_charges, deployments_daily
-from pipelines.partitions import daily_partitions, days_of, single_run
+from assets.tables import table_asset
+from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.cost import (
@@ -26,11 +25,8 @@ from tokenledger.cost import (
 )
 from tokenledger.duck import literal_path
 
-_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "cost",
-          "kinds": {"duckdb", "parquet"}}
 
-
-@dg.asset(key=["core", "cost_lines"], deps=[billing_charges, deployments_daily, usage_hourly], **_DAILY)
+@table_asset("core.cost_lines")
 def cost_lines(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Every cost line of the day, placed on a deployment ('tagged', 'resource_id'), 'shared' or 'unallocated',
     with its category, currency and the price_version in force.
@@ -43,7 +39,7 @@ def cost_lines(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
                         needs_config=True)
 
 
-@dg.asset(key=["core", "cost_allocation_daily"], deps=[cost_lines, deployments_daily, usage_hourly], **_DAILY)
+@table_asset("core.cost_allocation_daily")
 def cost_allocation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The day's cost lines summed where they land: on a deployment, spread as shared by the policy's key, or
     unallocated.
@@ -55,8 +51,7 @@ def cost_allocation_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
                         needs_config=True)
 
 
-@dg.asset(key=["finance", "cost_per_mtok_daily"], deps=[cost_allocation_daily, usage_hourly, deployments_daily],
-          **_DAILY)
+@table_asset("finance.cost_per_mtok_daily")
 def cost_per_mtok_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Cost per deployment by category, and per 1M tokens: delivered, under SLO, over all tokens, per token class.
 
@@ -67,7 +62,7 @@ def cost_per_mtok_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
                         needs_config=True)
 
 
-@dg.asset(key=["finance", "tenant_showback_daily"], deps=[cost_per_mtok_daily, usage_hourly], **_DAILY)
+@table_asset("finance.tenant_showback_daily")
 def tenant_showback_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Each tenant's share of a model's daily cost by weighted tokens; a model's tenants add up to its cost.
 
@@ -78,8 +73,7 @@ def tenant_showback_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
                         needs_config=True)
 
 
-@dg.asset(key=["focus", "cost_and_usage_daily"], deps=[tenant_showback_daily, cost_per_mtok_daily, usage_hourly,
-                                                       deployments_daily], **_DAILY)
+@table_asset("focus.cost_and_usage_daily")
 def focus_cost_and_usage_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The tenant showback as a FinOps FOCUS 1.2 cost and usage dataset, for FinOps tools to take in like a bill.
 
@@ -93,8 +87,7 @@ def focus_cost_and_usage_daily(context: dg.AssetExecutionContext, ledger: Ledger
                         needs_config=True)
 
 
-@dg.asset(key=["finance", "cost_reconciliation_daily"], deps=[billing_charges, cost_lines, cost_allocation_daily],
-          **_DAILY)
+@table_asset("finance.cost_reconciliation_daily")
 def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The bill against where its cost went: billed EffectiveCost = allocated + unallocated, per currency.
 

@@ -89,21 +89,25 @@ def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
     return meta
 
 
-def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
-    """The catalog's view of a day table: its column schema from the contract (names, types, descriptions) and
-    the path of the run's last day file."""
-    from tokenledger import lake
-    from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
+def column_schema(ref) -> dg.TableSchema:
+    """The table's columns as its contract declares them (names, types, descriptions), for the catalog."""
     from tokenledger.contracts import load_contract
 
-    ref = next((r for r in CORE_TABLES + PUBLISHED_TABLES if [r.schema, r.name] == list(key.path)), None)
+    table = load_contract(ref.contract_id).table(ref.contract_table)
+    return dg.TableSchema(columns=[
+        dg.TableColumn(c.name, c.physical_type, description=c.description or None) for c in table.columns])
+
+
+def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
+    """The catalog's view of a day table: its column schema from the contract and the path of the run's last day
+    file."""
+    from tokenledger import lake
+    from tokenledger.catalog import TABLES
+
+    ref = next((r for r in TABLES if r.key_path == list(key.path)), None)
     if ref is None:
         return {}
-    contract = load_contract(ref.contract_id)
-    table = contract.table(ref.contract_table) if ref.contract_table else contract.table()
-    schema = dg.TableSchema(columns=[
-        dg.TableColumn(c.name, c.physical_type, description=c.description or None) for c in table.columns])
-    meta: dict[str, Any] = {"dagster/column_schema": schema}
+    meta: dict[str, Any] = {"dagster/column_schema": column_schema(ref)}
     if days:
         meta["path"] = dg.MetadataValue.path(str(lake.day_file(ledger.layout.lake, ref.schema, ref.name, days[-1])))
     return meta

@@ -4,11 +4,9 @@
 import dagster as dg
 
 from assets.daily import for_each_day
-from pipelines.partitions import daily_partitions, single_run
+from assets.tables import table_asset
 from pipelines.resources import LedgerResource
 from tokenledger.ingest import IngestCounts, ingest_billing_day, ingest_deployments_day, ingest_gateway_day
-
-_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "ingest"}
 
 
 def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:
@@ -21,7 +19,7 @@ def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:
     return totals
 
 
-@dg.asset(key=["core", "deployments_daily"], kinds={"duckdb", "parquet"}, **_DAILY)
+@table_asset("core.deployments_daily")
 def deployments_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Deployment versions in force each UTC day, with the hours each was in force and its GPU-hours.
 
@@ -33,7 +31,7 @@ def deployments_daily(context: dg.AssetExecutionContext, ledger: LedgerResource)
         needs_config=True)
 
 
-@dg.asset(key=["core", "gateway_requests"], deps=[deployments_daily], kinds={"duckdb", "parquet"}, **_DAILY)
+@table_asset("core.gateway_requests")
 def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Every request of the UTC day, typed by the gateway_request contract, duplicates merged.
 
@@ -45,7 +43,7 @@ def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) 
             con, ledger.layout, window, scratch, idle=ledger.is_idle(window.day))))
 
 
-@dg.asset(key=["core", "billing_charges"], kinds={"duckdb", "parquet"}, **_DAILY)
+@table_asset("core.billing_charges")
 def billing_charges(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """FOCUS charge rows overlapping each UTC day, with the day's prorated share of their cost.
 

@@ -10,17 +10,7 @@ through that switch and are rewritten only when the set of tables changes (token
 import dagster as dg
 import duckdb
 
-from assets.accounting import goodput_hourly, slo_daily, slo_hourly, token_split_daily, token_split_hourly
-from assets.capacity import capacity_daily, capacity_plan_daily, load_hourly
-from assets.cost import (
-    cost_per_mtok_daily,
-    cost_reconciliation_daily,
-    focus_cost_and_usage_daily,
-    tenant_showback_daily,
-)
 from assets.daily import for_each_day, user_errors
-from assets.quality import ingest_reconciliation_daily, quarantine
-from assets.whatif import cache_whatif_daily
 from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
@@ -29,16 +19,14 @@ from tokenledger.ingest import DayWindow
 from tokenledger.publishing import Staging, publish_files, stage_day, verify_day
 from tokenledger.warehouse import refresh_views
 
-PUBLISHED_ASSETS = [quarantine, ingest_reconciliation_daily, token_split_daily, token_split_hourly, slo_daily,
-                    capacity_daily, goodput_hourly, cost_per_mtok_daily, tenant_showback_daily,
-                    cost_reconciliation_daily, load_hourly, capacity_plan_daily, slo_hourly,
-                    focus_cost_and_usage_daily, cache_whatif_daily]
+# Every published table of the registry, so a table marked published there is published here.
+PUBLISHED_KEYS = [dg.AssetKey(ref.key_path) for ref in PUBLISHED_TABLES]
 _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
                            description="The warehouse views could be refreshed (another process holding "
                                        "warehouse.duckdb for writing prevents it).")
 
 
-@dg.asset(key=["publish", "exports"], deps=PUBLISHED_ASSETS, partitions_def=daily_partitions,
+@dg.asset(key=["publish", "exports"], deps=PUBLISHED_KEYS, partitions_def=daily_partitions,
           backfill_policy=single_run, group_name="publish", kinds={"parquet", "csv", "duckdb"},
           check_specs=[_VIEWS])
 def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource):

@@ -4,15 +4,11 @@
 import dagster as dg
 
 from assets.daily import for_each_day
-from assets.ingest import billing_charges, deployments_daily, gateway_requests
-from pipelines.partitions import daily_partitions, single_run
+from assets.tables import table_asset
 from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.duck import literal_path, statement
 from tokenledger.ingest import STAGES, DayWindow
-
-_DAILY = {"partitions_def": daily_partitions, "backfill_policy": single_run, "group_name": "quality"}
-_INGEST = [deployments_daily, gateway_requests, billing_charges]
 
 
 def _gather(ledger: LedgerResource, table: str, part: str):
@@ -25,7 +21,7 @@ def _gather(ledger: LedgerResource, table: str, part: str):
     return day_fn
 
 
-@dg.asset(key=["quality", "quarantine"], deps=_INGEST, kinds={"duckdb", "parquet"}, **_DAILY)
+@table_asset("quality.quarantine")
 def quarantine(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Every input row of the day that broke a rule, with source, file, line, reason and its contract fields.
 
@@ -34,7 +30,7 @@ def quarantine(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
     return for_each_day(context, ledger, _gather(ledger, "quarantine", "quarantine"))
 
 
-@dg.asset(key=["quality", "ingest_reconciliation_daily"], deps=_INGEST, kinds={"duckdb", "parquet"}, **_DAILY)
+@table_asset("quality.ingest_reconciliation_daily")
 def ingest_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """Per day and source: rows read = rows accepted + rows quarantined + duplicates merged.
 

@@ -9,10 +9,9 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from assets.cost import cost_per_mtok_daily
 from assets.daily import for_each_day, user_errors
-from assets.ingest import deployments_daily, gateway_requests
-from pipelines.partitions import daily_partitions, single_run
+from assets.tables import table_asset
+from pipelines.partitions import single_run
 from pipelines.resources import LedgerResource
 from tokenledger.config import load_config
 from tokenledger.contracts import load_contract
@@ -25,9 +24,7 @@ _TRACES_CONTRACT = dg.AssetCheckSpec(
     description=f"Every critical rule of data_contracts/{TRACES[0]}_{TRACES[1]}.odcs.yaml.")
 
 
-@dg.asset(key=["infra", "cache_whatif_daily"], deps=[gateway_requests, deployments_daily, cost_per_mtok_daily],
-          partitions_def=daily_partitions, backfill_policy=single_run, group_name="whatif",
-          kinds={"duckdb", "parquet"})
+@table_asset("infra.cache_whatif_daily")
 def cache_whatif_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """What another prefix cache would have cached of the day's input: per scenario, the requests with block hashes
     replayed through an infinite cache or an LRU of some size, shared or per replica under session-affine or random

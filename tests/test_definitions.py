@@ -74,3 +74,49 @@ def test_a_day_table_shows_its_contract_schema_and_file_in_the_catalog(home) -> 
     assert columns["cost_per_mtok_goodput"].description.startswith("cost_total / compliant_output_tokens * 1e6")
     assert meta["path"].path == str(home / "lake" / "finance" / "cost_per_mtok_daily" / "day=2026-11-16"
                                     / "data.parquet")
+
+
+def test_each_day_table_is_declared_once_and_the_registry_makes_its_asset_checks_and_publication() -> None:
+    """tokenledger/catalog.py's line of a table is the only place its stage, lineage and publication are said:
+    the graph's day tables are exactly the registry's, each with the registry's group, deps, contract check and
+    catalog metadata, and publish/exports reads exactly the published ones."""
+    from pathlib import Path
+
+    from tokenledger.catalog import TABLES
+    from tokenledger.contracts import load_contract
+
+    root = Path(__file__).parents[1]
+    graph = defs.resolve_asset_graph()
+    day_tables = {k.to_user_string() for k in graph.get_all_asset_keys()
+                  if k.path[0] in ("core", "quality", "infra", "finance", "focus")} - {
+                      "infra/capacity_trend", "infra/cache_whatif_traces"}  # whole tables, not day tables
+    assert day_tables == {f"{t.schema}/{t.name}" for t in TABLES}
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    for ref in TABLES:
+        key = dg.AssetKey(ref.key_path)
+        node = graph.get(key)
+        assert node.group_name == ref.stage, ref
+        assert node.parent_keys == {dg.AssetKey(r.split(".")) for r in ref.reads}, ref
+        assert (f"{ref.schema}/{ref.name}", "contract") in checks, ref
+        assert (root / ref.sql_file).is_file() and (root / ref.contract_file).is_file(), ref
+        meta = defs.resolve_assets_def(key).metadata_by_key[key]
+        contract_columns = [c.name for c in load_contract(ref.contract_id).table(ref.contract_table).columns]
+        assert [c.name for c in meta["dagster/column_schema"].columns] == contract_columns, ref
+        assert (meta["grain"], meta["contract"]) == (ref.grain, ref.contract_file), ref
+    published = {f"{t.schema}/{t.name}" for t in TABLES if t.published}
+    assert {p.to_user_string() for p in graph.get(dg.AssetKey(["publish", "exports"])).parent_keys} == published
+
+
+def test_a_table_its_sql_computes_alone_needs_only_its_registry_line() -> None:
+    """The accounting tables have no Python of their own: their assets are built from the registry, described by
+    their contracts."""
+    import assets.accounting
+    from tokenledger.catalog import TABLES
+
+    sql_only = [t for t in TABLES if t.inputs]
+    assert {t.stage for t in sql_only} == {"accounting"} and len(sql_only) == 6
+    built = {k.to_user_string(): a for a in assets.accounting.accounting_assets for k in a.keys}
+    assert set(built) == {f"{t.schema}/{t.name}" for t in sql_only}
+    description = built["infra/goodput_hourly"].descriptions_by_key[dg.AssetKey(["infra", "goodput_hourly"])]
+    assert description.startswith("One deployment of one model in one UTC hour")
+    assert "sql/goodput_hourly.sql over usage and slo" in description

@@ -1,0 +1,97 @@
+"""Day-table assets built from their registry line (tokenledger/catalog.py): key, group, partitions, lineage and
+catalog metadata come from the line, so no module repeats them.
+
+`table_asset("infra.capacity_daily")` decorates a day table's compute function; `sql_table_asset(ref)` builds the
+whole asset of a table its SQL computes alone from one of the standard INPUTS below.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from assets.daily import column_schema, for_each_day
+from pipelines.partitions import daily_partitions, single_run
+from pipelines.resources import LedgerResource
+from tokenledger.accounting import attach_inputs, attach_usage, judge_requests, slo_version_in_force, write_table
+from tokenledger.catalog import TABLES, TableRef, table
+from tokenledger.contracts import load_contract
+from tokenledger.ingest import DayWindow
+
+
+def _definition(ref: TableRef, description: str | None = None) -> dict[str, Any]:
+    """dg.asset arguments for a registry line."""
+    return {
+        "key": ref.key_path,
+        "deps": [dg.AssetKey(table(name).key_path) for name in ref.reads],
+        "partitions_def": daily_partitions,
+        "backfill_policy": single_run,
+        "group_name": ref.stage,
+        "kinds": {"duckdb", "parquet"},
+        "description": description,
+        "metadata": {
+            "grain": ref.grain,
+            "contract": ref.contract_file,
+            "sql": ref.sql_file,
+            "published": ref.published,
+            "dagster/column_schema": column_schema(ref),
+        },
+    }
+
+
+def table_asset(qualified: str) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """The asset decorator of a registry table whose compute function is the decorated one (its docstring is the
+    description)."""
+    return dg.asset(**_definition(table(qualified)))
+
+
+def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyConnection, DayWindow, Path],
+                                                               dict[str, Any]]:
+    """sql/<name>.sql for one day, after attaching what `ref.inputs` names:
+
+    judged           the day's requests judged against the SLO policy in force (its version is reported)
+    judged+usage     the same, and core.usage_hourly
+    usage            core.usage_hourly and the day's deployments
+    usage+slo        the same, with the SLO policy version in force as $slo_version
+    usage+requests   the same as usage, and the day's requests
+    """
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+        figures: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        if ref.inputs.startswith("judged"):
+            figures["slo_version"] = judge_requests(con, ledger.layout, window)
+        if ref.inputs == "usage+requests":
+            attach_inputs(con, ledger.layout, window)
+        if ref.inputs != "judged":
+            attach_usage(con, ledger.layout, window)
+        if ref.inputs == "usage+slo":
+            params["slo_version"] = figures["slo_version"] = slo_version_in_force(con, ledger.layout, window)
+        rows = write_table(con, ledger.layout, window, ref.schema, ref.name, **params)
+        return {"rows": rows, **figures}
+    return day_fn
+
+
+INPUTS = ("judged", "judged+usage", "usage", "usage+slo", "usage+requests")
+
+
+def sql_table_asset(ref: TableRef) -> dg.AssetsDefinition:
+    """The asset of a table computed by sql/<name>.sql alone; its description is its contract's."""
+    if ref.inputs not in INPUTS:
+        raise ValueError(f"{ref.qualified}: inputs={ref.inputs!r} is not one of {INPUTS}")
+    contract = load_contract(ref.contract_id)
+    described = contract.table(ref.contract_table)
+    description = (f"{described.description}\n\nGrain: {ref.grain}. Rows: {ref.sql_file} over "
+                   f"{ref.inputs.replace('+', ' and ')}; contract {ref.contract_file}.")
+
+    @dg.asset(**_definition(ref, description))
+    def _asset(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+        return for_each_day(context, ledger, _day_fn(ledger, ref), needs_config=True)
+
+    return _asset
+
+
+def sql_table_assets(stage: str) -> list[dg.AssetsDefinition]:
+    """The SQL-only tables of a stage, in registry order."""
+    return [sql_table_asset(ref) for ref in TABLES if ref.stage == stage and ref.inputs]
