@@ -42,7 +42,8 @@ def _day_file(folder: Path, name: str, rows: list[str], select: str = "*") -> Pa
     path = folder / name
     typed = (f"SELECT id, kind, n::BIGINT AS n, x::DOUBLE AS x, code "
              f"FROM (VALUES {', '.join(rows)}) v(id, kind, n, x, code)")
-    duckdb.execute(f"COPY (SELECT {select} FROM ({typed})) TO '{path}' (FORMAT PARQUET)")
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT {select} FROM ({typed})) TO '{path}' (FORMAT PARQUET)")
     return path
 
 

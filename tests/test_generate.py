@@ -183,8 +183,9 @@ def test_contract_holds_on_valid_rows(con: duckdb.DuckDBPyConnection) -> None:
 
 def test_parquet_types(zone: GenerateSummary) -> None:
     path = next(p for p in zone.gateway_files if p.suffix == ".parquet")
-    described = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{path}', hive_partitioning = false)")
-    types = {name: kind for name, kind, *_ in described.fetchall()}
+    with duckdb.connect() as con:
+        described = con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}', hive_partitioning = false)").fetchall()
+    types = {name: kind for name, kind, *_ in described}
     assert types["received_at"] == "TIMESTAMP WITH TIME ZONE"
     assert types["input_tokens"] == types["output_tokens"] == "BIGINT"
     assert types["ttft_ms"] == types["itl_max_ms"] == "DOUBLE"

@@ -250,7 +250,8 @@ def _unique_rule(key: list[str], rel: str) -> Rule:
 
 @cache
 def _normalized_type(physical: str) -> str:
-    return duckdb.execute(f"SELECT typeof(CAST(NULL AS {physical}))").fetchone()[0]
+    with duckdb.connect() as con:  # never DuckDB's shared default connection, which other code may be using
+        return con.execute(f"SELECT typeof(CAST(NULL AS {physical}))").fetchone()[0]
 
 
 _COMPATIBLE = {("JSON", "VARCHAR"), ("VARCHAR", "JSON")}
