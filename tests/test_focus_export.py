@@ -35,6 +35,8 @@ from tests.conftest import (
 from tests.test_cost import charge, write_day
 from tokenledger.contracts import load_contract
 from tokenledger.expectations import CRITICAL, validate_files
+from tokenledger.paths import HomeLayout
+from tokenledger.warehouse import connect
 
 DAY = "2026-11-16"
 
@@ -171,7 +173,7 @@ def test_the_export_is_published_and_in_the_warehouse(small_day: Path) -> None:
     published = con.execute("SELECT sum(EffectiveCost), count(*) FROM read_parquet($f)",
                             {"f": [str(f) for f in files]}).fetchone()
     assert published == (d("249") + d("0.029925"), 13)
-    with duckdb.connect(str(small_day / "warehouse.duckdb"), read_only=True) as warehouse:
+    with connect(HomeLayout.of(small_day)) as warehouse:  # its views read paths relative to the home
         assert warehouse.execute("SELECT count(*) FROM focus.cost_and_usage_daily").fetchone() == (13,)
 
 
