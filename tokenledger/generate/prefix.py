@@ -15,7 +15,7 @@ request are covered by its first ``floor(c / kv_block_tokens)`` hashes, which ea
 caches whole blocks of 16 tokens, a divisor of every deployment's ``kv_block_tokens``).
 
 Like Mooncake's, the hashes are compact ids rather than 64-bit digests, which keeps a day of agent prompts (~140
-hashes a coding step) a third of the size to write and read: a stream's system-prompt blocks are
+hashes a coding step) about half the size to write and read: a stream's system-prompt blocks are
 ``stream * 2**20 + j`` on every day; a day's other blocks are numbered from ``(days since 2020-01-01) * 10**8``, a
 run of consecutive ids per session and per request, so ids never repeat across days. A day of 1M requests names
 ~7M distinct blocks (an agent session's steps share theirs), so 10**8 a day holds ~14M requests a day.
