@@ -21,9 +21,7 @@ from tokenledger.generate import generate_landing_zone
 
 START, END = "2026-11-16", "2026-11-22"  # Monday to Sunday; the 70B model scales 1 -> 2 replicas Thursday noon
 MODEL_70B, CODER = "llama-3.1-70b-instruct", "qwen3-coder-30b-a3b-instruct"
-# The what-if replays prefix block hashes, which the generator does not write yet (issue 16): its table is empty
-# over the generated week, and tests/test_whatif.py checks it on hand-made days.
-ACCOUNTING_TABLES = [ref for ref in PUBLISHED_TABLES if ref.schema == "infra" and ref.name != "cache_whatif_daily"] + [
+ACCOUNTING_TABLES = [ref for ref in PUBLISHED_TABLES if ref.schema == "infra"] + [
     ref for ref in CORE_TABLES if ref.name == "usage_hourly"]
 
 

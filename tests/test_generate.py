@@ -137,7 +137,7 @@ def test_layout_and_summary(zone: GenerateSummary) -> None:
         assert sum(n.endswith(".jsonl") for n in names) == 1
         assert sum(n.endswith(".parquet") for n in names) == 1
     assert zone.billing_file == home / "raw" / "billing" / "focus-2026-11-16-2026-11-22.csv"
-    assert {p.name for p in zone.config_files} == {"deployments.yaml", "slo.yaml", "costs.yaml"}
+    assert {p.name for p in zone.config_files} == {"deployments.yaml", "slo.yaml", "costs.yaml", "whatif.yaml"}
     assert zone.rows_written == zone.requests + zone.duplicate_rows + len(zone.bad_rows)
     weekday, sunday = zone.per_day[0].requests, zone.per_day[6].requests
     assert 0.95 * RPD < weekday < 1.1 * RPD
@@ -296,6 +296,60 @@ def test_deployments_yaml_has_the_scale_up(zone: GenerateSummary) -> None:
     assert set(costs["list_prices"]) == {d["model"] for d in deployments}
     slo = yaml.safe_load((zone.home / "config" / "slo.yaml").read_text())["versions"][0]
     assert slo["valid_from"] == START and slo["default"]["queue_p99_ms"] == 300
+
+
+def _hashed(zone: GenerateSummary) -> duckdb.DuckDBPyConnection:
+    """Table ``h``: every valid request once, with its deployment's kv_block_tokens and its prefix_block_hashes."""
+    deployments = yaml.safe_load((zone.home / "config" / "deployments.yaml").read_text())["deployments"]
+    blocks = ", ".join(f"('{d['deployment_id']}', {d['kv_block_tokens']})" for d in deployments)
+    g = f"{zone.home}/raw/gateway/*/"
+    cols = ("request_id, try_cast(received_at AS TIMESTAMPTZ) AS ts, deployment_id, session_id, "
+            "try_cast(input_tokens AS BIGINT) AS input_tokens, try_cast(cached_input_tokens AS BIGINT) AS cached, "
+            "prefix_block_hashes AS h")
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"""
+        CREATE TABLE h AS
+        SELECT DISTINCT ON (request_id) r.*, b.block
+        FROM (SELECT {cols} FROM read_json('{g}*.jsonl*', format = 'newline_delimited', ignore_errors = true)
+              UNION ALL SELECT {cols} FROM read_parquet('{g}*.parquet', hive_partitioning = false)) AS r
+        JOIN (VALUES {blocks}) AS b(deployment_id, block) USING (deployment_id)
+        WHERE h IS NOT NULL AND ts IS NOT NULL""")
+    return con
+
+
+def test_every_request_logs_one_prefix_hash_per_started_block(zone: GenerateSummary) -> None:
+    deployments = yaml.safe_load((zone.home / "config" / "deployments.yaml").read_text())["deployments"]
+    assert {d["deployment_id"]: d["kv_block_tokens"] for d in deployments} == {
+        DEP_70B: 512, "llama8b-l40s-onprem": 128, DEP_CODER: 512}
+    con = _hashed(zone)
+    # Every valid request of every deployment carries hashes, ceil(input / block) of them (the last block partial).
+    hashed, mismatched = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE len(h) <> (input_tokens + block - 1) // block) FROM h").fetchone()
+    # (The 8B's rows logged without deployment_id, ~1% of requests, are not joined to a block size here.)
+    assert hashed > 0.95 * zone.requests and mismatched == 0
+    # A coding-agent step resends the previous step's prompt: its leading hashes are the previous step's.
+    (shared,), = con.execute(f"""
+        WITH s AS (SELECT h, lag(h) OVER (PARTITION BY session_id ORDER BY ts) AS prev, block FROM h
+                   WHERE deployment_id = '{DEP_CODER}')
+        SELECT avg((h[:len(prev) - 1] = prev[:len(prev) - 1])::INT) FROM s WHERE prev IS NOT NULL""").fetchall()
+    assert shared > 0.95
+
+
+def test_the_generated_cached_tokens_are_blocks_an_earlier_request_sent(zone: GenerateSummary) -> None:
+    # A request that generated c cached tokens has its first floor(c / block) hashes among the hashes some earlier
+    # request of its deployment sent that day: the prefix it found cached is one the deployment had seen. Only the
+    # first requests of a day can break it (a warm system prompt that nobody sent yet that day): a handful a day.
+    con = _hashed(zone)
+    (cached, unseen), = con.execute("""
+        WITH blocks AS (
+            SELECT request_id, deployment_id, ts::DATE AS day, ts, unnest(h[:cached // block]) AS hash FROM h),
+        sent AS (SELECT deployment_id, ts::DATE AS day, ts, unnest(h) AS hash FROM h),
+        first_seen AS (SELECT deployment_id, day, hash, min(ts) AS first_ts FROM sent GROUP BY ALL)
+        SELECT count(DISTINCT request_id), count(DISTINCT request_id) FILTER (WHERE first_ts >= ts)
+        FROM blocks JOIN first_seen USING (deployment_id, day, hash)""").fetchall()
+    assert cached > 0.5 * zone.requests
+    assert unseen <= 3 * 3 * DAYS  # at most three requests per deployment and day
 
 
 def test_focus_export_covers_every_cost_path(zone: GenerateSummary) -> None:

@@ -116,6 +116,48 @@ def test_the_markdown_has_the_same_tables(home: Path) -> None:
             assert "".join(f"{html.escape(c)}</td>" for c in row[1:]) in re.sub(r"<td[^>]*>", "", html_text)
 
 
+CODER = "qwen3coder30b-h100"  # the coding-agent workload, alone on its deployment
+
+
+def test_the_agent_workload_caches_its_generated_share_under_an_infinite_cache_and_less_under_a_small_lru(
+        home: Path) -> None:
+    # The generated cache share of the coding agent, read from the generated gateway files with DuckDB: every
+    # request that reached the deployment once (duplicates dropped), as the what-if replays them.
+    raw = f"{home}/raw/gateway/dt={END}/"
+    cols = "request_id, deployment_id, status, input_tokens, cached_input_tokens"
+    (generated,), = duckdb.connect().execute(f"""
+        SELECT sum(cached_input_tokens) / sum(input_tokens) FROM (
+            SELECT DISTINCT ON (request_id) * FROM (
+                SELECT {cols} FROM read_json('{raw}*.jsonl*', format = 'newline_delimited')
+                UNION ALL SELECT {cols} FROM read_parquet('{raw}*.parquet', hive_partitioning = false)))
+        WHERE deployment_id = '{CODER}' AND status <> 'rejected'""").fetchall()
+    hit = {r["scenario"]: r["simulated_hit_ratio"] for r in published(home, "infra", "cache_whatif_daily")
+           if r["deployment_id"] == CODER}
+    assert 0.9 < generated < 1
+    # The hashes are logged per 512-token block, so the infinite cache counts a step's cached prefix in whole blocks:
+    # less than one block (512 of a ~70k-token prompt, <0.8%) under the generator's 16-token blocks. It also keeps
+    # what the generator evicted (0.6% of steps) and the head of a truncated prompt. Within one point either way.
+    assert hit["infinite"] == pytest.approx(generated, abs=0.01)
+    # 2 GB of the coding model's KV (79 blocks, ~40k tokens) cannot hold one ~70k-token agent context.
+    assert hit["lru-2gb"] < hit["infinite"] - 0.2
+
+
+def test_each_model_has_its_best_prefix_cache_line(home: Path) -> None:
+    text, markdown = (p.read_text() for p in report_paths(HomeLayout.of(home), END))
+    rows = published(home, "infra", "cache_whatif_daily")
+    for model in {r["model"] for r in rows}:
+        # One deployment per model: its best LRU is the row with the highest hit ratio, the fewest blocks on a tie.
+        lru = [r for r in rows if r["model"] == model and r["cache"] == "lru"]
+        best = min(lru, key=lambda r: (-r["simulated_hit_ratio"], r["cache_blocks"] * r["caches"], r["scenario"]))
+        change = best["cost_change_per_mtok_input"]
+        line = (f"best configured cache {best['scenario']}: {fmt(best['simulated_hit_ratio'], 'pct')} of input "
+                f"cached (observed {fmt(best['observed_hit_ratio'], 'pct')}, ")
+        cost = f"input cost change {'+' if change > 0 else ''}{fmt(change, 'money_mtok', best['currency'])}"
+        for document in (text, markdown):
+            assert document.count("Prefix-cache what-if, best configured cache") == 3
+            assert line in document and cost in document, model
+
+
 def test_every_text_is_escaped() -> None:
     hostile = "<script>alert(1)</script>"
     cap = {"model": hostile, "deployment_id": "d&<b>", "gpu_type": "H100", "gpus": 8.0, "tp": 8, "pp": 1,

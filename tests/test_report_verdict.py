@@ -20,6 +20,7 @@ from tokenledger.report import (
     render_html,
     render_markdown,
     verdict_table,
+    whatif_finding,
 )
 from tokenledger.screenshot import VERDICT_HEADER, find_chromium, first_row_with, png_pixels, screenshot
 
@@ -104,6 +105,35 @@ def test_the_review_leads_with_its_verdict() -> None:
     assert '<td class="missed">missed</td>' in text
     markdown = render_markdown(review)
     assert markdown.index("**Verdict per model**") < markdown.index("## Summary")
+
+
+def _whatif(scenario: str, cache: str, cached: int | None, cost_change: float | None, blocks: int | None = None,
+            **changes: Any) -> dict[str, Any]:
+    row = {"model": "m", "deployment_id": "m-a", "scenario": scenario, "cache": cache, "cache_blocks": blocks,
+           "caches": 1, "requests_simulated": 2_000, "input_tokens": 1_000_000, "simulated_cached_tokens": cached,
+           "observed_cached_tokens": 400_000, "currency": "USD", "cost_change": cost_change}
+    row.update(changes)
+    return row
+
+
+def test_the_review_gives_each_model_its_best_prefix_cache() -> None:
+    # 1M input tokens, 400k observed cached; at 0.10 USD per 1M cached and 1.00 per 1M recomputed tokens the
+    # observed input cost 0.04 + 0.60 = 0.64 USD. The 64k-block LRU caches 700k: 0.07 + 0.30 = 0.37 USD, a change of
+    # -0.27 USD over 1M input tokens. It is the best cache one could run (the 8k-block LRU caches 500k, the GB
+    # scenario was not replayed); the infinite cache's 800k is shown as the bound beside it.
+    whatif = [_whatif("infinite", "infinite", 800_000, -0.36), _whatif("lru-8k", "lru", 500_000, -0.09, 8192),
+              _whatif("lru-64k", "lru", 700_000, -0.27, 65536), _whatif("lru-40gb", "lru", None, None)]
+    review = _review(MISSED, whatif=whatif)
+    line = ("Prefix-cache what-if, best configured cache lru-64k: 70.0% of input cached (observed 40.0%, infinite "
+            "cache 80.0%); input cost change -0.2700 USD per 1M input tokens.")
+    assert whatif_finding(review, "m") == line
+    assert f'<p class="note">{line}</p>' in render_html(review) and f"\n{line}\n" in render_markdown(review)
+    # Two LRU caches that hit alike: the smaller one is the best. Without any hashed request, the line says so.
+    tie = _review(MISSED, whatif=[_whatif("lru-8k", "lru", 700_000, -0.27, 8192)] + whatif[2:3])
+    assert "best configured cache lru-8k: 70.0%" in whatif_finding(tie, "m")
+    unhashed = _review(MISSED, whatif=[_whatif("infinite", "infinite", 0, 0.0, requests_simulated=0)])
+    assert whatif_finding(unhashed, "m") == ("Prefix-cache what-if: no request of the day carried prefix block "
+                                             "hashes, so none was replayed.")
 
 
 def test_a_growth_forecast_needs_fourteen_days_and_fits_a_line() -> None:

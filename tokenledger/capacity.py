@@ -580,6 +580,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         goodput=_published(con, layout, window, "infra", "goodput_hourly"),
         plan_history=_history(con, layout, window, "infra", "capacity_plan_daily",
                               "day, model, deployment_id, peak_output_token_rate"),
+        whatif=_published(con, layout, window, "infra", "cache_whatif_daily"),
         run_id=run_id,
         published_run_id=_published_run(layout, window.day),
     )

@@ -53,7 +53,8 @@ class Review:
     infra.token_split_daily rows (the three input figures and the ISL/OSL workload); `slo_hourly` and `goodput`:
     infra.slo_hourly and infra.goodput_hourly rows; `plan_history`: infra.capacity_plan_daily rows (day, model,
     deployment_id, peak_output_token_rate) of every published day up to this one, for the growth forecast;
-    `run_id`: the Dagster run writing the review; `published_run_id`: the run that published the day's figures.
+    `whatif`: infra.cache_whatif_daily rows (per deployment and prefix-cache scenario); `run_id`: the Dagster run
+    writing the review; `published_run_id`: the run that published the day's figures.
     """
 
     day: date
@@ -68,6 +69,7 @@ class Review:
     slo_hourly: list[Row] = field(default_factory=list)
     goodput: list[Row] = field(default_factory=list)
     plan_history: list[Row] = field(default_factory=list)
+    whatif: list[Row] = field(default_factory=list)
     run_id: str | None = None
     published_run_id: str | None = None
 
@@ -315,6 +317,49 @@ def input_table(review: Review, model: str) -> Table:
             "—" if over is None else f"{over:,.1f}×",
             "—" if tok.get("input_output_ratio") is None else f"{tok['input_output_ratio']:,.0f} : 1"]],
         numeric={0, 1, 2, 3, 4, 5})
+
+
+def whatif_finding(review: Review, model: str) -> str:
+    """One line per model from infra.cache_whatif_daily: the input the best configured prefix cache would have found
+    cached, beside the observed share, and what that changes in input cost per 1M input tokens.
+
+    Figures are per model (its deployments' tokens and cost changes summed), per scenario replayed on all of them.
+    The best is the highest hit ratio among the caches one could run (LRU), the infinite cache being only their
+    upper bound; ties go to the fewest blocks. Only the infinite cache configured: it is the one shown."""
+    rows = [r for r in review.whatif if r["model"] == model and r.get("requests_simulated")]
+    if not rows:
+        return "Prefix-cache what-if: no request of the day carried prefix block hashes, so none was replayed."
+    deployments = {r["deployment_id"] for r in rows}
+    scenarios: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.get("simulated_cached_tokens") is not None:
+            scenarios.setdefault(r["scenario"], []).append(r)
+    scenarios = {k: v for k, v in scenarios.items() if {r["deployment_id"] for r in v} == deployments}
+    if not scenarios:
+        return ("Prefix-cache what-if: no configured scenario could be replayed on the model (see the notes of "
+                "infra.cache_whatif_daily).")
+
+    def figures(name: str) -> tuple[float, float, float | None, str | None]:
+        group = scenarios[name]
+        tokens = sum(r["input_tokens"] for r in group)
+        hit = sum(r["simulated_cached_tokens"] for r in group) / tokens
+        observed = sum(r["observed_cached_tokens"] for r in group) / tokens
+        currencies = {r["currency"] for r in group}
+        valued = len(currencies) == 1 and None not in currencies and all(r["cost_change"] is not None for r in group)
+        change = sum(float(r["cost_change"]) for r in group) / tokens * 1e6 if valued else None
+        return hit, observed, change, currencies.pop() if valued else None
+
+    def size(name: str) -> float:
+        return sum((r["cache_blocks"] or 0) * (r["caches"] or 1) for r in scenarios[name])
+
+    lru = [k for k in scenarios if scenarios[k][0]["cache"] != "infinite"]
+    best = min(lru or scenarios, key=lambda k: (-figures(k)[0], size(k), k))
+    hit, observed, change, currency = figures(best)
+    bound = next((k for k in scenarios if scenarios[k][0]["cache"] == "infinite" and k != best), None)
+    beside = f"observed {fmt(observed, 'pct')}" + (f", infinite cache {fmt(figures(bound)[0], 'pct')}" if bound else "")
+    cost = ("input cost change not valued" if change is None else
+            f"input cost change {'+' if change > 0 else ''}{fmt(change, 'money_mtok', currency)} per 1M input tokens")
+    return f"Prefix-cache what-if, best configured cache {best}: {fmt(hit, 'pct')} of input cached ({beside}); {cost}."
 
 
 def growth_forecast(points: Sequence[tuple[date, float]], day: date, window_days: int = 28,
@@ -779,7 +824,8 @@ INTRO = ("Every figure is bound to a model and its serving configuration (model 
          "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and seed 002's "
          "sizing (the peak's tokens over the goodput per GPU), each with the policy's itemized headroom. Source: the "
          "published infra.capacity_daily, capacity_plan_daily, load_hourly, slo_daily, slo_hourly, goodput_hourly, "
-         "token_split_daily and finance.cost_per_mtok_daily (definitions: spec/metrics.md, sections 2-6).")
+         "token_split_daily, cache_whatif_daily and finance.cost_per_mtok_daily (definitions: spec/metrics.md, "
+         "sections 2-6).")
 # Cells of these columns are coloured by their verdict word.
 _VERDICT_COLUMNS = ("verdict", "SLO")
 
@@ -835,6 +881,7 @@ def render_html(review: Review) -> str:
         parts += [f'<p class="note">{html.escape(line)}</p>' for line in hourly_findings(review, model)]
         parts.append('<div class="tables">' + _html_table(workload_table(review, model))
                      + _html_table(input_table(review, model)) + "</div>")
+        parts.append(f'<p class="note">{html.escape(whatif_finding(review, model))}</p>')
         for cap in [c for c in review.capacity if c["model"] == model]:
             inventory = review.deployments.get(cap["deployment_id"])
             parts.append(f'<section id="deployment-{html.escape(_anchor(cap["deployment_id"]))}">'
@@ -867,7 +914,8 @@ def render_markdown(review: Review) -> str:
     for model in _models(review):
         parts += [f"## Model {_md_cell(model)}", "", _md_table(slo_table(review, model))]
         parts += [_md_cell(line) + "\n" for line in hourly_findings(review, model)]
-        parts += [_md_table(workload_table(review, model)), _md_table(input_table(review, model))]
+        parts += [_md_table(workload_table(review, model)), _md_table(input_table(review, model)),
+                  _md_cell(whatif_finding(review, model)) + "\n"]
         for cap in [c for c in review.capacity if c["model"] == model]:
             inventory = review.deployments.get(cap["deployment_id"])
             parts += [f"### {_md_cell(cap['deployment_id'])}: {_md_cell(configuration(cap, inventory))}", "",

@@ -1,4 +1,5 @@
-"""config/deployments.yaml, slo.yaml and costs.yaml for the scenario, in the formats of docs/configuration.md.
+"""config/deployments.yaml, slo.yaml, costs.yaml and whatif.yaml for the scenario, in the formats of
+docs/configuration.md.
 
 Written as text rather than through a YAML dumper so that the files look like the documented examples (flow
 style for buckets and rules, comments at the top) and stay byte-identical between runs.
@@ -70,6 +71,7 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
         f"    pp: {dep.pp}",
         f"    quantization: {dep.quantization}",
         f"    cache_policy: {dep.cache_policy}",
+        f"    kv_block_tokens: {dep.kv_block_tokens}",
         f"    gpu_power_w: {dep.gpu_power_w}",
         f"    slots_per_replica: {dep.slots_per_replica}",
         f"    scale_out_minutes: {dep.scale_out_minutes:g}",
@@ -249,15 +251,37 @@ def costs_yaml(start: date, seed: int, hosted_api: bool = False) -> str:
     )
 
 
+#: The prefix caches the demo's requests are replayed through (docs/configuration.md, whatif.yaml): the upper bound;
+#: the KV room of one GPU shared by the deployment (an H100 keeps ~40 GB for it beside the weights); and a cache too
+#: small to hold one coding-agent context (2 GB is ~40k tokens of the coding model's KV). Both LRU sizes are one
+#: replay pass. No per-replica pair: each would be another pass (~25 s a 200,000-request day), and with one replica,
+#: as every deployment has but the 70B from Thursday noon, it replays the shared cache again.
+WHATIF_SCENARIOS = (
+    "  - {scenario: infinite, cache: infinite}",
+    "  - {scenario: lru-40gb, cache: lru, size_gb: 40}",
+    "  - {scenario: lru-2gb, cache: lru, size_gb: 2}",
+)
+
+
+def whatif_yaml(start: date, seed: int) -> str:
+    models = "\n".join(f"  {d.model}: {{kv_bytes_per_token: {d.kv_bytes_per_token}}}" for d in DEPLOYMENTS)
+    return (
+        _header("Prefix-cache what-if: KV bytes per token of each model (2 x layers x KV heads x head dim x bytes), "
+                "and\n# the caches the day's requests are replayed through (infra.cache_whatif_daily).", start, seed)
+        + "models:\n" + models + "\nscenarios:\n" + "\n".join(WHATIF_SCENARIOS) + "\n"
+    )
+
+
 def write_configs(home: Path, start: date, seed: int, requests_per_day: int, hosted_api: bool = False) -> list[Path]:
-    """config/deployments.yaml, slo.yaml and costs.yaml; with ``hosted_api``, the hosted-API models and their prices,
-    and the LiteLLM price map two of them are priced from."""
+    """config/deployments.yaml, slo.yaml, costs.yaml and whatif.yaml; with ``hosted_api``, the hosted-API models and
+    their prices, and the LiteLLM price map two of them are priced from."""
     folder = home / "config"
     folder.mkdir(parents=True, exist_ok=True)
     files = [
         ("deployments.yaml", deployments_yaml(start, seed, requests_per_day, hosted_api)),
         ("slo.yaml", slo_yaml(start, seed)),
         ("costs.yaml", costs_yaml(start, seed, hosted_api)),
+        ("whatif.yaml", whatif_yaml(start, seed)),
     ]
     if hosted_api:
         files.append((LITELLM_PRICE_MAP_FILE, json.dumps(LITELLM_PRICE_MAP, indent=4) + "\n"))

@@ -22,6 +22,7 @@ import pyarrow as pa
 from .fleet import mean_work_rate, replicas_per_minute
 from .latency import fluid_queue, request_latencies
 from .outcomes import BAD_STATUS, ERROR_TYPES, OK, STATUSES, apply_outcomes
+from .prefix import mix64, prefix_block_hashes
 from .scenario import (
     BAD_ROW_KINDS,
     BURSTS,
@@ -44,6 +45,7 @@ from .workload import Batch, daily_per_minute, stream_batch
 
 MODELS = tuple(d.model for d in DEPLOYMENTS)
 DEPLOYMENT_IDS = tuple(d.deployment_id for d in DEPLOYMENTS)
+KV_BLOCK_TOKENS = np.array([d.kv_block_tokens for d in DEPLOYMENTS], dtype=np.int64)
 _SESSION_KEY_OFFSET = np.uint64(1 << 63)  # keeps session keys disjoint from request keys
 
 
@@ -66,14 +68,6 @@ class DaySummary:
     duplicate_rows: int
     bad_rows: tuple[BadRow, ...]
     files: tuple[Path, ...]
-
-
-def mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finalizer: a bijection on uint64, so distinct keys give distinct, random-looking ids."""
-    z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def day_key(day: date, index: np.ndarray) -> np.ndarray:
@@ -248,8 +242,10 @@ def to_arrow(
     node: np.ndarray,
     file: np.ndarray,
     bad: np.ndarray,
+    hashes: pa.Array | None = None,
 ) -> pa.Table:
-    """Arrow table of the rows to write, in order; ids and timestamps become strings later, in SQL."""
+    """Arrow table of the rows to write, in order; ids and timestamps become strings later, in SQL. Without
+    ``hashes`` (prefix_block_hashes) the rows carry none."""
     b = tr.batch
     dep_null = np.zeros(len(tr), dtype=bool)
     for dep_id, share in MISSING_DEPLOYMENT_SHARE.items():
@@ -277,6 +273,7 @@ def to_arrow(
             "itl_max_ms": _float(tr.itl),
             "http_status": pa.array(tr.http_status, pa.int32(), mask=tr.http_status == 0),
             "error_type": _dict_array(tr.error_type, ERROR_TYPES, tr.error_type < 0),
+            "prefix_block_hashes": pa.nulls(len(tr), pa.large_list(pa.int64())) if hashes is None else hashes,
         }
     )
 
@@ -299,13 +296,14 @@ SELECT
   status::VARCHAR AS status,
   input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
   ttft_ms, e2e_ms, queue_ms, itl_max_ms, http_status,
-  error_type::VARCHAR AS error_type
+  error_type::VARCHAR AS error_type,
+  prefix_block_hashes::BIGINT[] AS prefix_block_hashes
 FROM arrow_rows
 """
 CONTRACT_COLUMNS = (
     "request_id, received_at, model, deployment_id, tenant_id, session_id, status, input_tokens, "
     "cached_input_tokens, cache_write_tokens, output_tokens, ttft_ms, e2e_ms, queue_ms, itl_max_ms, "
-    "http_status, error_type"
+    "http_status, error_type, prefix_block_hashes"
 )
 _PARQUET_COLUMNS = CONTRACT_COLUMNS.replace("received_at", "timezone('UTC', epoch_ms(t_ms)) AS received_at")
 _STRUCT = ", ".join(f"{c.strip()} := {c.strip()}" for c in CONTRACT_COLUMNS.split(","))
@@ -406,7 +404,10 @@ def generate_day(
     file = file_index(all_node, all_tr.batch.t_ms)
 
     day0_ms = int(datetime.combine(day, time(0), tzinfo=UTC).timestamp() * 1000)
-    table = to_arrow(all_tr, day0_ms, all_uid, uid_null, all_node, file, all_bad)
+    b = all_tr.batch
+    hashes = prefix_block_hashes(day, b.input_tokens, KV_BLOCK_TOKENS[all_tr.deployment], b.stream, b.stream_prefix,
+                                 all_tr.session_key, b.session_prefix, all_uid, all_bad < 0)
+    table = to_arrow(all_tr, day0_ms, all_uid, uid_null, all_node, file, all_bad, hashes)
     names = file_names(day)
     folder = home / "raw" / "gateway" / f"dt={day.isoformat()}"
     con = connect()

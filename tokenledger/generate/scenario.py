@@ -277,7 +277,17 @@ class Deployment:
     list_price_output_per_mtok: float
     scale_out_minutes: float  # node, image and weights until a new replica serves
     warmup_minutes: float  # a new replica's warm-up (CUDA graphs, cache) before full speed
+    # The prefix-cache what-if (config/whatif.yaml): the block of the logged prefix hashes, and the KV cache's bytes
+    # per token, 2 (K and V) x layers x KV heads x head dimension x bytes per element.
+    kv_block_tokens: int
+    kv_bytes_per_token: int
 
+
+#: Tokens per block of the prefix hashes the gateway logs (kv_block_tokens in the inventory) for the deployments
+#: with long prompts: Mooncake's traces' 512, coarser than an engine's page (vLLM's 16) so that a coding-agent
+#: step's ~70k-token prompt logs ~140 hashes, not ~4,400. The what-if then counts cached input in whole blocks, an
+#: under-count of less than one block per request against the engine's finer blocks.
+KV_BLOCK_TOKENS = 512
 
 #: Llama-3.1-70B FP8, TP2 on 2 x H100 (NIM benchmarking tables; see the module docstring).
 LAT_70B = LatencyModel(
@@ -348,6 +358,8 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         list_price_output_per_mtok=0.88,
         scale_out_minutes=12,
         warmup_minutes=3,
+        kv_block_tokens=KV_BLOCK_TOKENS,
+        kv_bytes_per_token=2 * 80 * 8 * 128 * 1,  # FP8 KV cache
     ),
     Deployment(
         deployment_id="llama8b-l40s-onprem",
@@ -374,6 +386,8 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         list_price_output_per_mtok=0.18,
         scale_out_minutes=8,
         warmup_minutes=2,
+        kv_block_tokens=128,  # its chat prompts are short, and its system prompt a quarter of 512 tokens
+        kv_bytes_per_token=2 * 32 * 8 * 128 * 2,  # BF16 KV cache
     ),
     Deployment(
         deployment_id="qwen3coder30b-h100",
@@ -404,6 +418,8 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         list_price_output_per_mtok=0.60,
         scale_out_minutes=10,
         warmup_minutes=2,
+        kv_block_tokens=KV_BLOCK_TOKENS,
+        kv_bytes_per_token=2 * 48 * 4 * 128 * 1,  # FP8 KV cache
     ),
 )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .scenario import MINUTES_PER_DAY, TENANTS, AgentProfile, ChatProfile, Stream
+from .scenario import MINUTES_PER_DAY, STREAMS, TENANTS, AgentProfile, ChatProfile, Stream
 
 BLOCK = 16  # KV-cache block size: only whole blocks are cached
 
@@ -26,6 +26,11 @@ class Batch:
     output: np.ndarray
     tenant: np.ndarray  # index into TENANTS
     session: np.ndarray  # session number within the batch, -1 for requests outside a session
+    # The prompt's content, for its prefix block hashes (prefix.py): the leading tokens every request of the stream
+    # sends (its system prompt), and the leading tokens every later step of the session resends unchanged.
+    stream: np.ndarray  # index into STREAMS
+    stream_prefix: np.ndarray
+    session_prefix: np.ndarray
 
     def __len__(self) -> int:
         return len(self.t_ms)
@@ -79,6 +84,9 @@ def chat_batch(rng: np.random.Generator, stream: Stream, t_ms: np.ndarray) -> Ba
         output=out,
         tenant=_tenants(rng, stream, n),
         session=np.full(n, -1, dtype=np.int64),
+        stream=np.full(n, STREAMS.index(stream), dtype=np.int8),
+        stream_prefix=np.minimum(p.system_tokens, inp),
+        session_prefix=np.minimum(p.system_tokens, inp),
     )
 
 
@@ -128,6 +136,9 @@ def agent_batch(rng: np.random.Generator, stream: Stream, starts_ms: np.ndarray,
     gap_ms = np.where(later, np.rint((tool_s + gen_s) * 1000), 0).astype(np.int64)
     t = starts_ms[sid] + _segment_cumsum(gap_ms, first, sid)
 
+    # A step resends the previous step's prompt and appends to it, so its whole prompt stays in every later step's
+    # prefix; a truncated prompt keeps only system prompt, repository and task before the tool results it cut.
+    head = p.system_tokens + (repo + task)[sid]
     keep = t < horizon_ms
     batch = Batch(
         t_ms=t,
@@ -137,6 +148,9 @@ def agent_batch(rng: np.random.Generator, stream: Stream, starts_ms: np.ndarray,
         output=out,
         tenant=_tenants(rng, stream, s)[sid],
         session=sid.astype(np.int64),
+        stream=np.full(total, STREAMS.index(stream), dtype=np.int8),
+        stream_prefix=np.full(total, p.system_tokens, dtype=np.int64),
+        session_prefix=np.where(truncated, head, inp),
     )
     return batch.take(np.flatnonzero(keep))
 
