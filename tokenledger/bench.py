@@ -330,13 +330,14 @@ def _mb(value: float | None) -> str:
 
 
 def print_table(result: dict) -> None:
-    print("\n| day | generate | end to end (`tokenledger run`) | Dagster run | peak RSS | DuckDB bare typed read "
-          "| ratio | pandas peer | pandas RSS | us per request |")
+    print("\n| day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS "
+          "| DuckDB bare typed read | ratio | pandas peer | pandas RSS | us per request |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for d in result["days"]:
         pandas = d["pandas"]
         ok = "" if d["run_ok"] else " (FAILED)"
-        print(f"| {d['requests']:,} requests | {d['generate']['process']['wall_s']} s | {d['run']['wall_s']} s{ok} | "
+        print(f"| {d['requests']:,} requests | {d['generate']['process']['wall_s']} s | {d['run']['wall_s']} s "
+              f"(CPU {d['run']['cpu_s']} s){ok} | "
               f"{d['dagster_run_s']} s | {_mb(d['run']['peak_rss_mb'])} | {d['bare_read']['seconds']} s | "
               f"{d['ratio_e2e_to_bare']}x | {pandas.get('seconds', 'skipped')}"
               f"{' s' if 'seconds' in pandas else ''} | {_mb(pandas.get('process', {}).get('peak_rss_mb'))} | "
