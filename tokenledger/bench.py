@@ -1,126 +1,423 @@
-"""Benchmarks, kept apart from the tests (which never depend on timing): `make bench`.
+"""Benchmarks, kept apart from the tests (which never depend on timing): `make bench` (issue 14).
 
-1. One day of N requests (default 1,000,000) from the landing zone's files to the ingested tables: the three
-   ingest assets materialized through Dagster. Generation is measured separately.
-2. Validating a day of 10 x N requests (default 10,000,000) against the gateway_request contract, as the
-   `contract` check does: every rule counted in one DuckDB pass, the counts judged by the GX suite. The day is
-   the ingested one repeated ten times with new request ids.
+For each size (`--sizes`, default 1,000,000 and 10,000,000 requests), in a fresh home of its own and on the same
+files:
 
-Each phase runs in a child process whose wall time and peak resident memory are reported.
+1. generate the day (timed apart from the rest);
+2. `tokenledger run` for that day, every check and the publication included, as a child process;
+3. DuckDB's bare typed read of the same gateway files: every column typed as the gateway_request contract
+   declares it, one aggregate (count, token sums, P99 TTFT);
+4. the pandas peer script a user would otherwise write: the files parsed line by line (a bad line skipped), the
+   token split and P99 TTFT per model. It is skipped, with a note, when its estimated memory would not fit;
+5. the Dagster step durations of the run, read from the home's Dagster instance (the five slowest are reported).
+
+Then the fixed cost of a day: `--fixed-days` small days (`--fixed-requests` each) through one ranged
+`tokenledger run --start --end`, reported per day (each day's Dagster run) and for the whole command.
+
+Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
+are its own (not the running maximum of all children). The table is printed and written to `<home>/bench.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-INGEST = ["core/deployments_daily", "core/gateway_requests", "core/billing_charges"]
+PROJECT = Path(__file__).resolve().parents[1]
+DEFAULT_DAY = date(2026, 11, 17)  # a Tuesday: a weekday carries the full --requests-per-day
+FIXED_START = date(2026, 11, 16)  # Monday: five weekdays from here
+TOP_STEPS = 5
 
 
-def _child(args: list[str]) -> dict:
-    """Run this module in a child process for one phase; it prints one JSON line with its own figures."""
-    out = subprocess.run([sys.executable, "-m", "tokenledger.bench", *args], check=True, capture_output=True,
-                         text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+# --- child processes --------------------------------------------------------------------------------------------
+
+def _child_env() -> dict[str, str]:
+    """The children import this checkout's code, whatever the environment has installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT), env.get("PYTHONPATH", "")) if p)
+    env.pop("TOKENLEDGER_START_DATE", None)  # partitions start at each bench home's first landed day
+    return env
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+def spawn(command: list[str], log: Path) -> dict:
+    """Run `command` to completion, its output to `log`; its own wall time, CPU time and peak RSS (`os.wait4`
+    reports the rusage of that child alone, its descendants included)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=_child_env(), cwd=PROJECT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"exit_code": proc.returncode, "wall_s": round(time.perf_counter() - start, 2),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "log": str(log)}
 
 
-def phase_generate(home: Path, day: date, requests: int) -> dict:
+def phase(name: str, log: Path, *args: str) -> dict:
+    """One phase of this module in a child process; it prints its figures as one JSON line last."""
+    proc = spawn([sys.executable, "-m", "tokenledger.bench", "--phase", name, *args], log)
+    if proc["exit_code"] != 0:
+        raise SystemExit(f"bench phase {name} failed (exit {proc['exit_code']}); see {log}")
+    lines = log.read_text().strip().splitlines()
+    return {**json.loads(lines[-1]), "process": proc}
+
+
+# --- phases, each run in its own child process ------------------------------------------------------------------
+
+def bad_rows_for(requests: int) -> int:
+    """The generator's 8 deliberately invalid rows a day, fewer on tiny days: the quarantine tolerance (0.1% of
+    a source's rows) would block a day of a few thousand requests with 8 bad rows."""
+    return min(8, requests // 2000)
+
+
+def phase_generate(home: Path, start: date, days: int, requests: int) -> dict:
     from tokenledger.generate import generate_landing_zone
 
-    start = time.perf_counter()
-    generate_landing_zone(home, day, 1, requests, seed=7)
-    return {"phase": "generate", "seconds": time.perf_counter() - start, "peak_rss_mb": _peak_mb()}
+    t0 = time.perf_counter()
+    summary = generate_landing_zone(home, start, days, requests, seed=7, bad_rows_per_day=bad_rows_for(requests))
+    seconds = time.perf_counter() - t0
+    gateway = [p for p in summary.gateway_files]
+    return {"seconds": round(seconds, 2), "requests": summary.requests, "rows_written": summary.rows_written,
+            "duplicate_rows": summary.duplicate_rows, "bad_rows": len(summary.bad_rows),
+            "gateway_files": len(gateway), "gateway_bytes": sum(p.stat().st_size for p in gateway)}
 
 
-def phase_ingest(home: Path, day: date) -> dict:
-    import os
+def gateway_files(home: Path, day: date) -> tuple[list[str], list[str]]:
+    folder = home / "raw" / "gateway" / f"dt={day.isoformat()}"
+    files = sorted(str(p) for p in folder.iterdir() if p.is_file())
+    return [f for f in files if ".jsonl" in f], [f for f in files if f.endswith(".parquet")]
+
+
+def bare_read_query(con, jsonl: list[str], parquet: list[str]) -> str:
+    """Every gateway_request column with its declared type (JSON lines and Parquet alike; a line that does not
+    parse becomes a row of NULLs, as DuckDB's ignore_errors reads it), then one aggregate."""
+    from tokenledger.contracts import load_contract
+
+    columns = {c.name: c.physical_type for c in load_contract("gateway_request").table().columns}
+    parts = []
+    if jsonl:
+        spec = ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items())
+        parts.append(f"SELECT * FROM read_json($jsonl, format = 'newline_delimited', columns = {{{spec}}}, "
+                     "ignore_errors = true)")
+    if parquet:
+        present = {row[0] for row in con.execute("DESCRIBE SELECT * FROM read_parquet($parquet, union_by_name = true)",
+                                                 {"parquet": parquet}).fetchall()}
+        typed = ", ".join(f"CAST({name if name in present else 'NULL'} AS {kind}) AS {name}"
+                          for name, kind in columns.items())
+        parts.append(f"SELECT {typed} FROM read_parquet($parquet, union_by_name = true)")
+    return ("WITH requests AS (" + " UNION ALL BY NAME ".join(parts) + ") SELECT count(*), sum(input_tokens), "
+            "sum(cached_input_tokens), sum(output_tokens), quantile_cont(ttft_ms, 0.99) FROM requests")
+
+
+def phase_bare(home: Path, day: date) -> dict:
+    import duckdb
+
+    jsonl, parquet = gateway_files(home, day)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    query = bare_read_query(con, jsonl, parquet)
+    params = {k: v for k, v in (("jsonl", jsonl), ("parquet", parquet)) if v}
+    t0 = time.perf_counter()
+    rows, input_tokens, cached, output_tokens, p99 = con.execute(query, params).fetchone()
+    seconds = time.perf_counter() - t0
+    return {"seconds": round(seconds, 3), "rows": rows, "input_tokens": int(input_tokens or 0),
+            "cached_input_tokens": int(cached or 0), "output_tokens": int(output_tokens or 0),
+            "ttft_p99_ms": p99, "duckdb": duckdb.__version__}
+
+
+def phase_pandas(home: Path, day: date) -> dict:
+    """The peer script: what a user would write with pandas. `read_json(lines=True)` stops at the first bad line,
+    so each line is parsed on its own and a bad one skipped; then token split and P99 TTFT per model."""
+    import gzip
+
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    jsonl, parquet = gateway_files(home, day)
+    wanted = ["model", "input_tokens", "cached_input_tokens", "output_tokens", "ttft_ms"]
+    frames, bad = [], 0
+    for path in jsonl:
+        records = []
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:  # noqa: SIM115
+            for line in f:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    bad += 1
+                    continue
+                records.append([obj.get(k) for k in wanted] if isinstance(obj, dict) else [None] * len(wanted))
+        frames.append(pd.DataFrame(records, columns=wanted))
+        del records
+    for path in parquet:
+        frames.append(pd.read_parquet(path, columns=wanted))
+    df = pd.concat(frames, ignore_index=True)
+    del frames
+    for k in wanted[1:]:
+        df[k] = pd.to_numeric(df[k], errors="coerce")
+    by_model = df.groupby("model").agg(input_tokens=("input_tokens", "sum"),
+                                       cached_input_tokens=("cached_input_tokens", "sum"),
+                                       output_tokens=("output_tokens", "sum"),
+                                       ttft_p99_ms=("ttft_ms", lambda s: s.quantile(0.99)))
+    by_model["uncached_input_tokens"] = by_model.input_tokens - by_model.cached_input_tokens
+    seconds = time.perf_counter() - t0
+    return {"seconds": round(seconds, 2), "rows": len(df), "bad_lines_skipped": bad, "models": len(by_model),
+            "output_tokens": int(by_model.output_tokens.sum()), "pandas": pd.__version__}
+
+
+def phase_dagster(home: Path) -> dict:
+    """Each Dagster run of the home (oldest first): its duration and its slowest steps, from the instance."""
     import warnings
 
-    os.environ["TOKENLEDGER_HOME"] = str(home)
     warnings.filterwarnings("ignore")
-    import dagster as dg
+    from tokenledger.cli import dagster_home_of
 
-    from pipelines.definitions import defs
+    os.environ["DAGSTER_HOME"] = str(dagster_home_of(home))
+    from dagster import DagsterInstance
 
-    assets = [defs.resolve_assets_def(dg.AssetKey.from_user_string(k)) for k in INGEST]
-    start = time.perf_counter()
-    result = dg.materialize(assets, partition_key=day.isoformat(), raise_on_error=True)
-    seconds = time.perf_counter() - start
+    runs = []
+    with DagsterInstance.get() as instance:
+        for record in reversed(instance.get_run_records()):
+            run = record.dagster_run
+            stats = instance.get_run_step_stats(run.run_id)
+            steps = sorted(({"step": s.step_key.replace("__", "/"), "seconds": round(s.end_time - s.start_time, 2)}
+                            for s in stats if s.start_time and s.end_time), key=lambda s: -s["seconds"])
+            runs.append({"partition": run.tags.get("dagster/partition"), "status": run.status.value,
+                         "seconds": round((record.end_time or 0) - (record.start_time or 0), 2),
+                         "steps": len(steps), "steps_seconds": round(sum(s["seconds"] for s in steps), 2),
+                         "slowest_steps": steps[:TOP_STEPS]})
+    return {"runs": runs}
+
+
+def phase_published(home: Path, day: date) -> dict:
+    """Rows of core.gateway_requests and the day's gateway reconciliation, from the home's lake."""
     import duckdb
 
-    rows = duckdb.connect().execute(
-        "SELECT count(*) FROM read_parquet($p)",
-        {"p": str(home / "lake" / "core" / "gateway_requests" / f"day={day}" / "data.parquet")}).fetchone()[0]
-    return {"phase": "ingest", "seconds": seconds, "peak_rss_mb": _peak_mb(), "requests_ingested": rows,
-            "success": result.success}
+    from tokenledger import lake
+
+    con = duckdb.connect()
+    rows = con.execute("SELECT count(*) FROM read_parquet($f)",
+                       {"f": str(lake.day_file(home / "lake", "core", "gateway_requests", day))}).fetchone()[0]
+    recon = con.execute(
+        "SELECT sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged) "
+        "FROM read_parquet($f) WHERE source = 'gateway'",
+        {"f": str(lake.day_file(home / "lake", "quality", "ingest_reconciliation_daily", day))}).fetchone()
+    manifest = home / "exports" / "_manifests" / f"day={day.isoformat()}.json"
+    return {"core_gateway_requests": rows, "rows_read": recon[0], "rows_accepted": recon[1],
+            "rows_quarantined": recon[2], "duplicates_merged": recon[3], "published": manifest.is_file()}
 
 
-def phase_validate(home: Path, day: date, copies: int, memory_limit: str) -> dict:
-    import duckdb
+# --- the whole bench --------------------------------------------------------------------------------------------
 
-    from tokenledger.contracts import load_contract
-    from tokenledger.duck import compute_connection
-    from tokenledger.expectations import CRITICAL, validate_days
+def _mem_available_mb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
-    source = home / "lake" / "core" / "gateway_requests" / f"day={day}" / "data.parquet"
-    big = home / "bench" / f"gateway_requests_x{copies}.parquet"
-    big.parent.mkdir(parents=True, exist_ok=True)
-    if not big.exists():
-        duckdb.connect().execute(
-            f"COPY (SELECT * REPLACE (request_id || '-' || c AS request_id) FROM read_parquet('{source}'), "
-            f"range({copies}) t(c)) TO '{big}' (FORMAT PARQUET)")
-    start = time.perf_counter()
-    with compute_connection(home / "tmp" / "bench-spill", memory_limit) as con:
-        result = validate_days(con, "core.gateway_requests", load_contract("gateway_request").table(), {day: big})
-    return {"phase": "validate", "seconds": time.perf_counter() - start, "peak_rss_mb": _peak_mb(),
-            "rows": result.rows, "critical_findings": len(result.failed(CRITICAL))}
+
+def _run_command(home: Path, start: date, end: date) -> list[str]:
+    return [sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start", start.isoformat(),
+            "--end", end.isoformat()]
+
+
+def bench_day(root: Path, day: date, requests: int, pandas_estimate_mb: float | None, pandas_max: int) -> dict:
+    home = root / f"day-{requests}"
+    shutil.rmtree(home, ignore_errors=True)
+    logs = root / "logs" / f"day-{requests}"
+    print(f"[{requests:,}] generating ...", flush=True)
+    common = ["--home", str(home), "--day", day.isoformat()]
+    generated = phase("generate", logs / "generate.log", *common, "--requests", str(requests))
+    print(f"[{requests:,}] tokenledger run ...", flush=True)
+    run = spawn(_run_command(home, day, day), logs / "run.log")
+    print(f"[{requests:,}] bare read, Dagster steps ...", flush=True)
+    bare = phase("bare", logs / "bare.log", *common)
+    dagster = phase("dagster", logs / "dagster.log", *common)
+    published = phase("published", logs / "published.log", *common) if run["exit_code"] == 0 else None
+    available = _mem_available_mb()
+    if requests > pandas_max:
+        pandas = {"skipped": f"above --pandas-max-requests {pandas_max:,}"}
+    elif pandas_estimate_mb and available and pandas_estimate_mb > 0.6 * available:
+        pandas = {"skipped": f"estimated {pandas_estimate_mb:,.0f} MB (per-row RSS of the smaller day) exceeds 60% "
+                             f"of the {available:,.0f} MB available"}
+    else:
+        print(f"[{requests:,}] pandas peer script ...", flush=True)
+        pandas = phase("pandas", logs / "pandas.log", *common)
+    day_run = dagster["runs"][-1] if dagster["runs"] else {}
+    e2e = run["wall_s"]
+    return {
+        "requests": generated["requests"], "requests_per_day_asked": requests, "day": day.isoformat(),
+        "home": str(home), "generate": generated, "run": run, "run_ok": run["exit_code"] == 0,
+        "dagster_run_s": day_run.get("seconds"), "dagster_status": day_run.get("status"),
+        "steps": day_run.get("steps"), "steps_seconds": day_run.get("steps_seconds"),
+        "slowest_steps": day_run.get("slowest_steps", []),
+        "bare_read": bare, "published": published, "pandas": pandas,
+        "ratio_e2e_to_bare": round(e2e / bare["seconds"], 1) if bare["seconds"] else None,
+        "e2e_us_per_request": round(e2e / generated["requests"] * 1e6, 2) if generated["requests"] else None,
+        "e2e_vs_pandas": (round(e2e / pandas["seconds"], 2) if "seconds" in pandas else None),
+        "memory_available_mb": available,
+        # The same files: the bare read sees every physical row (a line that does not parse as a row of NULLs),
+        # the pipeline keeps one row per distinct valid request.
+        "bare_rows_equal_rows_written": bare["rows"] == generated["rows_written"],
+        "core_rows_equal_requests": (published or {}).get("core_gateway_requests") == generated["requests"],
+    }
+
+
+def bench_fixed(root: Path, days: int, requests: int) -> dict:
+    home = root / "fixed"
+    shutil.rmtree(home, ignore_errors=True)
+    logs = root / "logs" / "fixed"
+    end = FIXED_START + timedelta(days=days - 1)
+    print(f"[fixed] {days} day(s) of {requests:,} requests, one ranged run ...", flush=True)
+    generated = phase("generate", logs / "generate.log", "--home", str(home), "--day", FIXED_START.isoformat(),
+                      "--days", str(days), "--requests", str(requests))
+    run = spawn(_run_command(home, FIXED_START, end), logs / "run.log")
+    dagster = phase("dagster", logs / "dagster.log", "--home", str(home))
+    per_day = [r["seconds"] for r in dagster["runs"]]
+    return {"days": days, "requests_per_day_asked": requests, "requests": generated["requests"],
+            "start": FIXED_START.isoformat(), "end": end.isoformat(), "generate": generated, "run": run,
+            "run_ok": run["exit_code"] == 0, "runs": dagster["runs"],
+            "seconds_per_day_in_run": round(sum(per_day) / len(per_day), 2) if per_day else None,
+            "max_seconds_of_a_day": max(per_day, default=None),
+            "wall_s_per_day": round(run["wall_s"] / days, 2)}
+
+
+def verdicts(result: dict) -> list[dict]:
+    """The issue's targets, judged only where this run measured them."""
+    out = []
+    days = result["days"]
+    big = next((d for d in days if d["requests_per_day_asked"] >= 10_000_000), None)
+    small = next((d for d in days if d["requests_per_day_asked"] == 1_000_000), None)
+
+    def add(target: str, measured: str, met: bool | None) -> None:
+        out.append({"target": target, "measured": measured,
+                    "verdict": "not measured" if met is None else ("met" if met else "NOT met")})
+
+    if big:
+        add("10M day end to end <= 10x the bare read", f"{big['ratio_e2e_to_bare']}x", big["ratio_e2e_to_bare"] <= 10)
+        if "seconds" in big["pandas"]:
+            add("10M day faster than the pandas peer", f"{big['run']['wall_s']} s vs {big['pandas']['seconds']} s",
+                big["run"]["wall_s"] < big["pandas"]["seconds"])
+        else:
+            add("10M day faster than the pandas peer", big["pandas"].get("skipped", ""), None)
+        add("10M day peak RSS <= 2 GB", f"{big['run']['peak_rss_mb']:.0f} MB", big["run"]["peak_rss_mb"] <= 2048)
+        if small:
+            ratio = big["e2e_us_per_request"] / small["e2e_us_per_request"]
+            add("10M cost per row <= 1.3x the 1M day's", f"{ratio:.2f}x", ratio <= 1.3)
+    else:
+        add("the 10M-day targets (ratio, pandas, 2 GB, cost per row)", "no 10M day in this run", None)
+    fixed = result.get("fixed")
+    if fixed and fixed["requests_per_day_asked"] <= 1000 and fixed["seconds_per_day_in_run"] is not None:
+        add("a 1,000-request day <= 3 s inside a ranged run", f"{fixed['seconds_per_day_in_run']} s a day "
+            f"(Dagster run), {fixed['wall_s_per_day']} s a day (whole command)", fixed["seconds_per_day_in_run"] <= 3)
+    return out
+
+
+def _mb(value: float | None) -> str:
+    return "" if value is None else f"{value / 1024:.2f} GB" if value >= 1024 else f"{value:.0f} MB"
+
+
+def print_table(result: dict) -> None:
+    print("\n| day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS "
+          "| DuckDB bare typed read | ratio | pandas peer | pandas RSS | us per request |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for d in result["days"]:
+        pandas = d["pandas"]
+        ok = "" if d["run_ok"] else " (FAILED)"
+        print(f"| {d['requests']:,} requests | {d['generate']['process']['wall_s']} s | {d['run']['wall_s']} s "
+              f"(CPU {d['run']['cpu_s']} s){ok} | "
+              f"{d['dagster_run_s']} s | {_mb(d['run']['peak_rss_mb'])} | {d['bare_read']['seconds']} s | "
+              f"{d['ratio_e2e_to_bare']}x | {pandas.get('seconds', 'skipped')}"
+              f"{' s' if 'seconds' in pandas else ''} | {_mb(pandas.get('process', {}).get('peak_rss_mb'))} | "
+              f"{d['e2e_us_per_request']} |")
+    fixed = result.get("fixed")
+    if fixed:
+        print(f"| {fixed['days']} days of ~{fixed['requests_per_day_asked']:,} (`run --start --end`) | "
+              f"{fixed['generate']['process']['wall_s']} s | {fixed['run']['wall_s']} s ({fixed['wall_s_per_day']} s "
+              f"a day) | {fixed['seconds_per_day_in_run']} s a day | {_mb(fixed['run']['peak_rss_mb'])} | | | | | |")
+    for d in result["days"]:
+        steps = ", ".join(f"{s['step']} {s['seconds']} s" for s in d["slowest_steps"])
+        print(f"\nslowest steps of the {d['requests']:,}-request day ({d['steps']} steps, {d['steps_seconds']} s "
+              f"together): {steps}")
+    print(f"\npeak RSS of the whole run: {_mb(result['peak_rss_mb'])} (the largest child: {result['peak_rss_child']})")
+    for v in result["verdicts"]:
+        print(f"  {v['verdict']:>12}  {v['target']}: {v['measured']}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenledger.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--day", type=date.fromisoformat, default=date(2026, 11, 17))
-    parser.add_argument("--requests", type=int, default=1_000_000)
-    parser.add_argument("--validate-copies", type=int, default=10,
-                        help="validate a day of this many copies of the ingested day (default 10)")
-    parser.add_argument("--memory-limit", default="1GB",
-                        help="DuckDB memory limit while validating; beyond it DuckDB spills to disk (default 1GB)")
-    parser.add_argument("--phase", choices=["generate", "ingest", "validate"], help=argparse.SUPPRESS)
+    parser.add_argument("--home", type=Path, required=True, help="the bench's folder (each size a home inside it)")
+    parser.add_argument("--sizes", default="1000000,10000000",
+                        help="requests of each measured day, comma-separated (default: 1000000,10000000)")
+    parser.add_argument("--day", type=date.fromisoformat, default=DEFAULT_DAY)
+    parser.add_argument("--fixed-days", type=int, default=5, help="small days in the ranged run (0: none)")
+    parser.add_argument("--fixed-requests", type=int, default=1000, help="requests of each small day")
+    parser.add_argument("--pandas-max-requests", type=int, default=10_000_000,
+                        help="skip the pandas peer above this many requests (default: 10,000,000)")
+    parser.add_argument("--keep", action="store_true", help="keep the day homes (default: delete them at the end)")
+    parser.add_argument("--phase", choices=["generate", "bare", "pandas", "dagster", "published"],
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--days", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    home = args.home.resolve()
-    if args.phase == "generate":
-        print(json.dumps(phase_generate(home, args.day, args.requests)))
+    root = args.home.resolve()
+    if args.phase:
+        figures = {"generate": lambda: phase_generate(root, args.day, args.days, args.requests),
+                   "bare": lambda: phase_bare(root, args.day), "pandas": lambda: phase_pandas(root, args.day),
+                   "dagster": lambda: phase_dagster(root), "published": lambda: phase_published(root, args.day)}
+        print(json.dumps(figures[args.phase](), default=str))
         return 0
-    if args.phase == "ingest":
-        print(json.dumps(phase_ingest(home, args.day)))
-        return 0
-    if args.phase == "validate":
-        print(json.dumps(phase_validate(home, args.day, args.validate_copies, args.memory_limit)))
-        return 0
-    common = ["--home", str(home), "--day", args.day.isoformat(), "--requests", str(args.requests)]
-    generated = _child([*common, "--phase", "generate"])
-    print(f"generate {args.requests:,} requests: {generated['seconds']:.1f} s, "
-          f"peak RSS {generated['peak_rss_mb']:.0f} MB")
-    ingested = _child([*common, "--phase", "ingest"])
-    print(f"ingest one day, files -> core tables ({ingested['requests_ingested']:,} requests): "
-          f"{ingested['seconds']:.1f} s, peak RSS {ingested['peak_rss_mb']:.0f} MB")
-    validated = _child([*common, "--validate-copies", str(args.validate_copies), "--memory-limit",
-                        args.memory_limit, "--phase", "validate"])
-    print(f"validate one day against its contract ({validated['rows']:,} requests, counted in DuckDB capped at "
-          f"{args.memory_limit}, judged by GX): "
-          f"{validated['seconds']:.1f} s, peak RSS {validated['peak_rss_mb']:.0f} MB, "
-          f"{validated['critical_findings']} critical finding(s)")
-    return 0
+
+    root.mkdir(parents=True, exist_ok=True)
+    sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
+    started = datetime.now(UTC)
+    result: dict = {"started": started.isoformat(timespec="seconds"), "machine": {
+        "cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "python": platform.python_version(),
+        "platform": platform.platform(), "memory_available_mb_at_start": _mem_available_mb()}, "days": []}
+    estimate_per_row = None
+    for requests in sizes:
+        estimate = estimate_per_row * requests if estimate_per_row else None
+        day = bench_day(root, args.day, requests, estimate, args.pandas_max_requests)
+        result["days"].append(day)
+        if "process" in day["pandas"]:
+            estimate_per_row = day["pandas"]["process"]["peak_rss_mb"] / max(day["requests"], 1)
+        if not args.keep:
+            shutil.rmtree(day["home"], ignore_errors=True)
+    if args.fixed_days > 0:
+        result["fixed"] = bench_fixed(root, args.fixed_days, args.fixed_requests)
+        if not args.keep:
+            shutil.rmtree(root / "fixed", ignore_errors=True)
+    children = [("bench itself", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)]
+    for d in result["days"]:
+        children += [(f"{d['requests']:,} {name}", (d[key].get("process") or d[key])["peak_rss_mb"])
+                     for name, key in (("generate", "generate"), ("run", "run"), ("bare read", "bare_read"))]
+        if "process" in d["pandas"]:
+            children.append((f"{d['requests']:,} pandas", d["pandas"]["process"]["peak_rss_mb"]))
+    if result.get("fixed"):
+        children.append(("fixed-cost run", result["fixed"]["run"]["peak_rss_mb"]))
+    name, peak = max(children, key=lambda c: c[1])
+    result["peak_rss_mb"], result["peak_rss_child"] = round(peak, 1), name
+    # Cross-check: RUSAGE_CHILDREN's ru_maxrss is the largest single descendant, never a sum.
+    result["rusage_children_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    result["machine"]["load_average_at_end"] = os.getloadavg()
+    result["seconds"] = round((datetime.now(UTC) - started).total_seconds(), 1)
+    result["verdicts"] = verdicts(result)
+    out = root / "bench.json"
+    out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print_table(result)
+    print(f"\nwritten to {out}")
+    return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""The bench's measurement phases read the files they claim to (never timed: `make bench` reports timing).
+
+The whole bench at tiny sizes takes minutes (each `tokenledger run` of a small day costs tens of seconds of fixed
+cost), so this test runs only the phases that need no pipeline run: generate, DuckDB's bare typed read and the
+pandas peer script, on one tiny day with one bad line of each unparseable kind."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tokenledger.bench import bad_rows_for, phase_bare, phase_generate, phase_pandas, verdicts
+
+DAY = date(2026, 11, 17)
+
+
+def test_bare_read_and_pandas_peer_see_every_row_of_the_generated_day(tmp_path):
+    generated = phase_generate(tmp_path, DAY, 1, 16_000)  # 16,000 asked: 8 bad rows, within the 0.1% tolerance
+    assert generated["bad_rows"] == bad_rows_for(16_000) == 8
+    assert generated["rows_written"] == generated["requests"] + generated["duplicate_rows"] + generated["bad_rows"]
+
+    bare = phase_bare(tmp_path, DAY)
+    # every physical row, the line that is not JSON as a row of NULLs (DuckDB's ignore_errors)
+    assert bare["rows"] == generated["rows_written"]
+    assert bare["input_tokens"] >= bare["cached_input_tokens"] > 0 and bare["output_tokens"] > 0
+    assert bare["ttft_p99_ms"] > 0
+
+    pandas = phase_pandas(tmp_path, DAY)
+    assert pandas["bad_lines_skipped"] == 1  # the generator's invalid_json line
+    assert pandas["rows"] == generated["rows_written"] - 1
+    assert pandas["models"] >= 3
+    assert pandas["output_tokens"] == bare["output_tokens"]  # the same files, the same token sum
+
+
+def test_verdicts_judge_only_what_was_measured():
+    result = {"days": [{"requests_per_day_asked": 2000}], "fixed": None}
+    assert [v["verdict"] for v in verdicts(result)] == ["not measured"]
