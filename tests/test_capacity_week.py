@@ -96,3 +96,34 @@ def test_the_plan_follows_the_scale_up(week: Path) -> None:
     assert [plans[d]["gpus_deployed"] for d in DAYS] == [2.0, 2.0, 2.0, 4.0, 4.0, 4.0, 4.0]
     for plan in plans.values():
         assert plan["gpu_surplus"] == pytest.approx(plan["gpus_deployed"] - plan["gpus_needed"])
+
+
+def test_the_catalog_shows_the_review_and_each_tables_rows_schema_and_file(week: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `tokenledger run` recorded in the home's Dagster instance, as the UI shows it: the review's path and a
+    Markdown preview of it; a table's row count under Dagster's standard key, its contract's columns and its file."""
+    import dagster as dg
+
+    from tokenledger.cli import dagster_home_of
+
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(week)))
+    layout = HomeLayout.of(week)
+    with dg.DagsterInstance.get() as instance:
+        def latest(*path: str) -> dict:
+            event = instance.get_latest_materialization_event(dg.AssetKey(list(path)))
+            return event.asset_materialization.metadata
+
+        review = latest("reports", "capacity_review")
+        plan = latest("infra", "capacity_plan_daily")
+    html_path, md_path = report_paths(layout, DAYS[-1])
+    assert review["path"].path == str(html_path)
+    assert review["preview"].md_str == md_path.read_text(encoding="utf-8")[:20_000]
+    assert review["preview"].md_str.startswith(f"# Capacity review {DAYS[-1].isoformat()} (UTC)")
+    # `tokenledger run` runs each day on its own: the latest materialization is the last day's, its three
+    # deployments, as its file holds.
+    last_file = lake.day_file(layout.lake, "infra", "capacity_plan_daily", DAYS[-1])
+    rows = duckdb.connect().execute("SELECT count(*) FROM read_parquet($f)", {"f": str(last_file)}).fetchone()[0]
+    assert plan["dagster/row_count"].value == rows == 3
+    contract = load_contract("infra_capacity_plan_daily").table()
+    assert [c.name for c in plan["dagster/column_schema"].schema.columns] == contract.column_names
+    assert plan["path"].path == str(last_file)
