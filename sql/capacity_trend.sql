@@ -19,11 +19,11 @@ WITH capacity AS (
     FROM ({cost_days})
     GROUP BY day, model, currency
 ), slo AS (
-    SELECT day, model, effective_requests, compliant_requests
+    SELECT day, model, {judged_requests} AS judged_requests, compliant_requests
     FROM ({slo_days})
     WHERE isl_bucket = 'all'
 ), daily AS (
-    SELECT c.*, k.currency, k.cost_total, k.costed_tokens, s.effective_requests, s.compliant_requests
+    SELECT c.*, k.currency, k.cost_total, k.costed_tokens, s.judged_requests, s.compliant_requests
     FROM capacity AS c
     LEFT JOIN cost AS k ON k.day = c.day AND k.model = c.model
     LEFT JOIN slo AS s ON s.day = c.day AND s.model = c.model
@@ -42,8 +42,8 @@ SELECT
     avg(daily_capacity_tokens) OVER w28 AS daily_capacity_tokens_28d,
     sum(output_with_capacity) OVER w7 / nullif(sum(daily_capacity_tokens) OVER w7, 0) AS utilization_7d,
     sum(output_with_capacity) OVER w28 / nullif(sum(daily_capacity_tokens) OVER w28, 0) AS utilization_28d,
-    sum(compliant_requests) OVER w7 / nullif(sum(effective_requests) OVER w7, 0) AS attainment_7d,
-    sum(compliant_requests) OVER w28 / nullif(sum(effective_requests) OVER w28, 0) AS attainment_28d
+    sum(compliant_requests) OVER w7 / nullif(sum(judged_requests) OVER w7, 0) AS attainment_7d,
+    sum(compliant_requests) OVER w28 / nullif(sum(judged_requests) OVER w28, 0) AS attainment_28d
 FROM daily
 WINDOW
     w7 AS (PARTITION BY model, currency ORDER BY day RANGE BETWEEN INTERVAL 6 DAY PRECEDING AND CURRENT ROW),

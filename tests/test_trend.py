@@ -24,7 +24,7 @@ def _publish(home: Path, schema: str, table: str, day: date, select: str) -> Non
 
 
 def _day(home: Path, day: date, cost: float, compliant: int, output: int, gpus: float, capacity: float | None,
-         effective: int, compliant_requests: int) -> None:
+         effective: int, compliant_requests: int, judged: int | None = None) -> None:
     cap = "NULL::DOUBLE" if capacity is None else repr(float(capacity))
     _publish(home, "infra", "capacity_daily", day,
              f"SELECT DATE '{day}' AS day, 'm' AS model, 'm-a' AS deployment_id, {gpus}::DOUBLE AS gpus, "
@@ -35,8 +35,10 @@ def _day(home: Path, day: date, cost: float, compliant: int, output: int, gpus: 
              f"{cost}::DECIMAL(38,12) AS cost_total, {compliant}::BIGINT AS compliant_output_tokens")
     _publish(home, "infra", "slo_daily", day,
              f"SELECT DATE '{day}' AS day, 'm' AS model, 'all' AS isl_bucket, {effective}::BIGINT AS "
-             f"effective_requests, {compliant_requests}::BIGINT AS compliant_requests "
-             f"UNION ALL SELECT DATE '{day}', 'm', '0-4k', 1, 0")
+             f"effective_requests, {compliant_requests}::BIGINT AS compliant_requests"
+             # judged_requests: only in days published since usage logs without latency are read
+             + ("" if judged is None else f", {judged}::BIGINT AS judged_requests")
+             + f" UNION ALL SELECT DATE '{day}', 'm', '0-4k', 1, 0" + ("" if judged is None else ", 1"))
 
 
 @pytest.fixture
@@ -96,3 +98,21 @@ def test_nothing_published_yet_gives_an_empty_trend(tmp_path: Path) -> None:
         outcome = rebuild_trend(con, layout)
     assert outcome.rows == 0 and not outcome.validation.findings
     assert (tmp_path / "home/exports/infra/capacity_trend/data.parquet").is_file()
+
+
+def test_attainment_is_over_judged_requests_and_older_days_judged_every_effective_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # Published before judged_requests existed: every effective request was judged.
+    _day(home, START, cost=1.0, compliant=1, output=1, gpus=1, capacity=None, effective=1000,
+         compliant_requests=990)
+    # Since: 100 of 500 requests came from a usage log without latency, so 400 were judged, 380 compliant.
+    _day(home, START + timedelta(days=1), cost=1.0, compliant=1, output=1, gpus=1, capacity=None, effective=500,
+         compliant_requests=380, judged=400)
+    with compute_connection(tmp_path / "spill") as con:
+        outcome = rebuild_trend(con, HomeLayout.of(home))
+    assert not outcome.validation.findings
+    rows = dict(duckdb.connect().execute(
+        "SELECT day, attainment_7d FROM read_parquet($p)",
+        {"p": str(home / "exports/infra/capacity_trend/data.parquet")}).fetchall())
+    assert rows[START] == pytest.approx(990 / 1000)
+    assert rows[START + timedelta(days=1)] == pytest.approx((990 + 380) / (1000 + 400))  # not / (1000 + 500)

@@ -42,8 +42,14 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
                                            (exports / schema / name).glob(f"day=*/{lake.DATA_FILE}"))
                  for source, (schema, name) in SOURCES.items()}
         if all(files.values()):
-            query = statement("capacity_trend", **{f"{source}_days": published_days(f"${source}_files")
-                                                   for source in SOURCES})
+            sources = {f"{source}_days": published_days(f"${source}_files") for source in SOURCES}
+            # Attainment is over judged requests. Days published before `judged_requests` existed judged every
+            # effective request (no latency-less usage logs were read then): there it is effective_requests.
+            slo_columns = {c[0] for c in con.execute(
+                f"DESCRIBE SELECT * FROM ({sources['slo_days']})", {"slo_files": files["slo_files"]}).fetchall()}
+            judged = ("coalesce(judged_requests, effective_requests)" if "judged_requests" in slo_columns
+                      else "effective_requests")
+            query = statement("capacity_trend", judged_requests=judged, **sources)
             params = files
         else:  # nothing published yet: an empty table of the contract's shape
             nulls = ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in table.columns)
