@@ -1,5 +1,5 @@
 -- infra.cache_whatif_daily: per deployment and scenario of config/whatif.yaml, the day's requests that carry
--- prefix block hashes replayed through the scenario's cache (whatif_results, tokenledger/whatif.py): the input
+-- prefix block hashes replayed through the scenario's cache (whatif_figures, sql/whatif_figures.sql): the input
 -- it would have cached and recomputed beside what was observed, and what the difference is worth at the day's unit
 -- costs per token class (finance.cost_per_mtok_daily). The replay starts each day with an empty cache.
 -- A deployment costed in several currencies, or not at all, that day has no cost figures, and says so in note.
@@ -8,17 +8,6 @@ WITH reached AS (
     FROM day_requests
     WHERE status <> 'rejected'
     GROUP BY deployment_id
-),
-simulated AS (
-    SELECT
-        unit,
-        count(*) AS requests_simulated,
-        count(*) FILTER (WHERE len(hashes) <> (input_tokens + kv_block_tokens - 1) // kv_block_tokens)
-            AS requests_block_mismatch,
-        sum(input_tokens) AS input_tokens,
-        sum(cached_input_tokens) AS observed_cached_tokens
-    FROM whatif_requests
-    GROUP BY unit
 ),
 costs AS (
     SELECT
@@ -35,24 +24,24 @@ figures AS (
     SELECT
         $day::DATE AS day,
         u.model,
-        s.unit AS deployment_id,
-        s.scenario,
-        s.cache,
-        s.scope,
-        s.routing,
-        s.cache_blocks,
-        s.cache_gb,
-        s.caches,
-        u.kv_block_tokens,
-        u.replicas,
+        f.unit AS deployment_id,
+        f.scenario,
+        f.cache,
+        f.scope,
+        f.routing,
+        f.cache_blocks,
+        f.cache_gb,
+        f.caches,
+        f.kv_block_tokens,
+        f.replicas,
         coalesce(r.requests, 0)::BIGINT AS requests,
-        coalesce(m.requests_simulated, 0)::BIGINT AS requests_simulated,
-        coalesce(m.requests_block_mismatch, 0)::BIGINT AS requests_block_mismatch,
-        coalesce(m.input_tokens, 0)::BIGINT AS input_tokens,
-        CASE WHEN s.note IS NULL THEN coalesce(w.cached_tokens, 0) END::BIGINT AS simulated_cached_tokens,
-        (input_tokens - simulated_cached_tokens)::BIGINT AS simulated_recomputed_tokens,
-        simulated_cached_tokens / nullif(input_tokens, 0) AS simulated_hit_ratio,
-        coalesce(m.observed_cached_tokens, 0)::BIGINT AS observed_cached_tokens,
+        f.requests_simulated,
+        f.requests_block_mismatch,
+        f.input_tokens,
+        f.simulated_cached_tokens,
+        f.simulated_recomputed_tokens,
+        f.simulated_hit_ratio,
+        f.observed_cached_tokens,
         observed_cached_tokens / nullif(input_tokens, 0) AS observed_hit_ratio,
         CASE WHEN c.currencies = 1 THEN c.currency END AS currency,
         CASE WHEN c.currencies = 1 THEN c.unit_cost_cached_per_mtok END AS unit_cost_cached_per_mtok,
@@ -65,19 +54,17 @@ figures AS (
         cost_change / nullif(input_tokens, 0) * 1e6 AS cost_change_per_mtok_input,
         CASE WHEN c.currencies = 1 THEN c.price_version END AS price_version,
         nullif(concat_ws('; ',
-            s.note,
+            f.note,
             CASE
                 WHEN c.unit IS NULL THEN 'no cost was allocated to the deployment on the day, so the change is not valued'
                 WHEN c.currencies > 1
                 THEN format('the deployment was costed in {} currencies on the day, so the change is not valued',
                             c.currencies)
             END), '') AS note
-    FROM whatif_scenario_units AS s
-    JOIN whatif_units AS u ON u.unit = s.unit
-    LEFT JOIN reached AS r ON r.unit = s.unit
-    LEFT JOIN simulated AS m ON m.unit = s.unit
-    LEFT JOIN whatif_results AS w ON w.unit = s.unit AND w.scenario = s.scenario
-    LEFT JOIN costs AS c ON c.unit = s.unit
+    FROM whatif_figures AS f
+    JOIN whatif_units AS u ON u.unit = f.unit
+    LEFT JOIN reached AS r ON r.unit = f.unit
+    LEFT JOIN costs AS c ON c.unit = f.unit
 )
 SELECT * FROM figures
 ORDER BY model, deployment_id, scenario

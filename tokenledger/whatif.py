@@ -119,8 +119,8 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
 
 def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES) -> int:
     """Replay the day's requests (`day_requests`, `day_deployments`, config loaded) through every scenario: creates
-    whatif_units, whatif_requests (a file in scratch), whatif_scenario_units and whatif_results; returns the
-    number of requests replayed."""
+    whatif_units, whatif_requests (a file in scratch), whatif_scenario_units, whatif_results and whatif_figures
+    (sql/whatif_figures.sql, what both what-if tables share); returns the number of requests replayed."""
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_day_units"))
     return _replay_requests(con, "whatif_day_requests", scratch, chunk_accesses)
 
@@ -132,6 +132,7 @@ def _replay_requests(con: duckdb.DuckDBPyConnection, requests_sql: str, scratch:
     con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet({sql_path(requests)})")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
     replay(con, chunk_accesses)
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
     return replayed
 
 
