@@ -84,7 +84,10 @@ def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
         meta.update({k: v for k, v in per_day[days[0]].items() if k not in totals})
     elif days:
         meta["per_day"] = dg.MetadataValue.json({d.isoformat(): per_day[d] for d in days})
-    if "rows" in totals:
+    if "rows" in totals and len(days) == 1:
+        # Dagster records a ranged run's materialization on every day of the range with the same metadata: a
+        # range's total under the standard row-count key would read as each day's rows. A range has `rows` (the
+        # total) and each day's count under `per_day`.
         meta["dagster/row_count"] = totals["rows"]
     return meta
 
@@ -99,8 +102,8 @@ def column_schema(ref) -> dg.TableSchema:
 
 
 def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
-    """The catalog's view of a day table: its column schema from the contract and the path of the run's last day
-    file."""
+    """The catalog's view of a day table: its column schema from the contract and its file (for a one-day run
+    the day's file; for a range, whose materialization Dagster records on each of its days, the table's folder)."""
     from tokenledger import lake
     from tokenledger.catalog import TABLES
 
@@ -108,6 +111,8 @@ def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date])
     if ref is None:
         return {}
     meta: dict[str, Any] = {"dagster/column_schema": column_schema(ref)}
-    if days:
-        meta["path"] = dg.MetadataValue.path(str(lake.day_file(ledger.layout.lake, ref.schema, ref.name, days[-1])))
+    if len(days) == 1:
+        meta["path"] = dg.MetadataValue.path(str(lake.day_file(ledger.layout.lake, ref.schema, ref.name, days[0])))
+    elif days:
+        meta["path"] = dg.MetadataValue.path(str(ledger.layout.lake / ref.schema / ref.name))
     return meta

@@ -101,7 +101,7 @@ def test_the_plan_follows_the_scale_up(week: Path) -> None:
 def test_the_catalog_shows_the_review_and_each_tables_rows_schema_and_file(week: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """What `tokenledger run` recorded in the home's Dagster instance, as the UI shows it: the review's path and a
-    Markdown preview of it; a table's row count under Dagster's standard key, its contract's columns and its file."""
+    Markdown preview of it; a table's rows per day, its contract's columns and its folder."""
     import dagster as dg
 
     from tokenledger.cli import dagster_home_of
@@ -119,11 +119,14 @@ def test_the_catalog_shows_the_review_and_each_tables_rows_schema_and_file(week:
     assert review["path"].path == str(html_path)
     assert review["preview"].md_str == md_path.read_text(encoding="utf-8")[:20_000]
     assert review["preview"].md_str.startswith(f"# Capacity review {DAYS[-1].isoformat()} (UTC)")
-    # `tokenledger run` runs each day on its own: the latest materialization is the last day's, its three
-    # deployments, as its file holds.
+    # `tokenledger run` ran the week as one ranged run, whose materialization Dagster records on each of the seven
+    # days: the rows are the week's, each day's under per_day (the last day's three deployments, as its file holds),
+    # and no per-day row count or file is claimed for the range.
     last_file = lake.day_file(layout.lake, "infra", "capacity_plan_daily", DAYS[-1])
     rows = duckdb.connect().execute("SELECT count(*) FROM read_parquet($f)", {"f": str(last_file)}).fetchone()[0]
-    assert plan["dagster/row_count"].value == rows == 3
+    assert plan["per_day"].data[DAYS[-1].isoformat()]["rows"] == rows == 3
+    assert plan["rows"].value == sum(day["rows"] for day in plan["per_day"].data.values())
+    assert plan["days"].value == 7 and "dagster/row_count" not in plan
     contract = load_contract("infra_capacity_plan_daily").table()
     assert [c.name for c in plan["dagster/column_schema"].schema.columns] == contract.column_names
-    assert plan["path"].path == str(last_file)
+    assert plan["path"].path == str(last_file.parent.parent)

@@ -56,7 +56,10 @@ def test_a_multi_day_run_sums_counts_and_reports_gauges_per_day() -> None:
 
     meta = _summary({date(2026, 11, 16): {"rows": 10, "runs_measured": 2, "gpus_needed": 12.5},
                      date(2026, 11, 17): {"rows": 5, "runs_measured": 2, "gpus_needed": 13.0}})
-    assert (meta["rows"], meta["dagster/row_count"], meta["days"]) == (15, 15, 2)
+    assert (meta["rows"], meta["days"]) == (15, 2)
+    # Dagster records the range's materialization on each of its days: 15 must not read as each day's row count
+    assert "dagster/row_count" not in meta
+    assert _summary({date(2026, 11, 16): {"rows": 10}})["dagster/row_count"] == 10
     assert "runs_measured" not in meta and "gpus_needed" not in meta  # never 4 runs or 25.5 GPUs
     assert meta["per_day"].data["2026-11-17"] == {"rows": 5, "runs_measured": 2, "gpus_needed": 13.0}
 
@@ -74,6 +77,10 @@ def test_a_day_table_shows_its_contract_schema_and_file_in_the_catalog(home) -> 
     assert columns["cost_per_mtok_goodput"].description.startswith("cost_total / compliant_output_tokens * 1e6")
     assert meta["path"].path == str(home / "lake" / "finance" / "cost_per_mtok_daily" / "day=2026-11-16"
                                     / "data.parquet")
+    # a range's materialization is recorded on each of its days: its path is the table's folder, not one day's
+    ranged = catalog_metadata(LedgerResource(home=str(home)), dg.AssetKey(["finance", "cost_per_mtok_daily"]),
+                              [date(2026, 11, 16), date(2026, 11, 17)])
+    assert ranged["path"].path == str(home / "lake" / "finance" / "cost_per_mtok_daily")
 
 
 def test_each_day_table_is_declared_once_and_the_registry_makes_its_asset_checks_and_publication() -> None:

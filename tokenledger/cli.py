@@ -4,8 +4,9 @@
     tokenledger run --home DIR --start YYYY-MM-DD --end YYYY-MM-DD
     tokenledger ui --home DIR
 
-`run` materializes every asset of each day, checks included, as one Dagster run per day recorded in the
-home's Dagster instance (so the UI shows them): a day that fails its checks stops only itself.
+`run` materializes every asset of each day, checks included, as Dagster ranged runs of up to a month recorded in
+the home's Dagster instance (so the UI shows them). A ranged run that fails is re-run day by day: a day that fails
+its checks stops only itself.
 """
 
 from __future__ import annotations
@@ -208,8 +209,26 @@ def _check_range(start: date, end: date) -> None:
                           "it has ended.")
 
 
-def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
-    """Materialize every asset of each day in [start, end] through Dagster; returns a process exit code."""
+DAYS_PER_RUN = 31
+
+
+def _chunks(start: date, end: date, size: int) -> list[tuple[date, date]]:
+    """[start, end] cut into consecutive ranges of at most `size` days."""
+    out, first = [], start
+    while first <= end:
+        last = min(end, first + timedelta(days=size - 1))
+        out.append((first, last))
+        first = last + timedelta(days=1)
+    return out
+
+
+def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per_run: int = DAYS_PER_RUN) -> int:
+    """Materialize every asset of each day in [start, end] through Dagster; returns a process exit code.
+
+    The range is run as Dagster ranged runs of at most `days_per_run` days (each asset's step walks its days in
+    order), so a step's fixed cost is paid once per run, not once per day. When a ranged run fails, nothing of
+    it was published (its publication step did not run): its days are run again one Dagster run each, so the
+    good days are published and each failed day is named with its own messages."""
     layout = use_home(home)
     warnings.filterwarnings("ignore")
     from dagster import DagsterInstance
@@ -223,40 +242,65 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False) -> int:
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}},
                               **({} if verbose else {"progress": {}})}}
     failed: dict[date, list[str]] = {}
-    views_problem = None
+    warned: list[str] = []
+
+    def execute(first: date, last: date):
+        span = first.isoformat() if first == last else f"{first}...{last}"
+        if not verbose:
+            print(f"{span}  running" + ("" if first == last else f" ({(last - first).days + 1} days, one run)"),
+                  flush=True)
+        if first == last:
+            options = {"partition_key": first.isoformat()}
+        else:
+            options = {"tags": {"dagster/asset_partition_range_start": first.isoformat(),
+                                "dagster/asset_partition_range_end": last.isoformat()}}
+        try:
+            return job.execute_in_process(instance=instance, raise_on_error=False, run_config=run_config,
+                                          **options)
+        except Exception as exc:  # outside any step: Dagster's own storage, resource set-up
+            problem = environment_problem(exc, f"running {span}")
+            if problem is None:
+                raise
+            raise problem from None
+
+    def published(first: date, last: date, result) -> None:
+        day = first
+        while day <= last:
+            print(f"{day}  published")
+            day += timedelta(days=1)
+        for message in _check_messages(result, "WARN"):
+            print("    warning: " + message.replace("\n", "\n    "))
+            warned.append(message)
+
     # The first process to open a new instance creates its SQLite storage; runs started together must not race.
     with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".init.lock"):
         instance = DagsterInstance.get()
     with instance:
-        day = start
-        while day <= end:
-            if not verbose:
-                print(f"{day}  running", flush=True)
-            try:
-                result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
-                                                raise_on_error=False, run_config=run_config)
-            except Exception as exc:  # outside any step: Dagster's own storage, resource set-up
-                problem = environment_problem(exc, f"running {day}")
-                if problem is None:
-                    raise
-                raise problem from None
+        for first, last in _chunks(start, end, max(1, days_per_run)):
+            result = execute(first, last)
             if result.success:
-                print(f"{day}  published")
-                for message in _check_messages(result, "WARN"):
-                    print("    warning: " + message.replace("\n", "\n    "))
-                    if message.startswith("publish/exports:warehouse_views:"):
-                        views_problem = message.split(":", 2)[2].strip()
-            else:
+                published(first, last, result)
+                continue
+            days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+            if len(days) > 1:
+                print(f"{first}...{last}  a day failed in the ranged run, so none of it was published: running "
+                      "its days one by one to publish the good ones and name the failed ones", flush=True)
+            for day in days:
+                result = execute(day, day) if len(days) > 1 else result
+                if result.success:
+                    published(day, day, result)
+                    continue
                 failed[day] = _failure_messages(result) or ["the run failed; open the Dagster UI for details"]
                 print(f"{day}  FAILED")
                 for message in failed[day]:
                     print("    " + message.replace("\n", "\n    "))
-            day += timedelta(days=1)
     print_published(layout, start, end)
     if failed:
         print(f"\n{len(failed)} day(s) failed: {', '.join(str(d) for d in failed)}. Fix what the messages say and "
               "re-run those days; published days were left as they were.")
         return 1
+    views_problem = next((m.split(":", 2)[2].strip() for m in warned
+                          if m.startswith("publish/exports:warehouse_views:")), None)
     if views_problem:
         print(f"\nerror: {views_problem}", file=sys.stderr)
         return 3
@@ -271,7 +315,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.idle:
         os.environ["TOKENLEDGER_IDLE_DAYS"] = ",".join(
             (args.start + timedelta(days=i)).isoformat() for i in range((end - args.start).days + 1))
-    return run_days(args.home, args.start, end, verbose=args.verbose)
+    return run_days(args.home, args.start, end, verbose=args.verbose, days_per_run=args.days_per_run)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -327,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--idle", action="store_true",
                      help="the range's days may have no request logs at all (known idle days); without it such a "
                           "day fails, so a missing upload is never published as a day without traffic")
+    run.add_argument("--days-per-run", type=int, default=DAYS_PER_RUN, metavar="N",
+                     help=f"days per Dagster run (default: {DAYS_PER_RUN}): a ranged run pays each step's fixed cost "
+                          "once; a failed ranged run is re-run day by day, so a bad day stops only itself")
     run.add_argument("--verbose", action="store_true", help="show Dagster's event log while running")
     run.set_defaults(func=cmd_run)
 
