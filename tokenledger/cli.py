@@ -40,6 +40,16 @@ def _day(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
 
 
+def _days_per_run(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days of at least 1")
+    return value
+
+
 def dagster_home_of(home: Path) -> Path:
     """The Dagster instance folder of a home (`.dagster` inside it), through a plain-named symlink when the home's
     path holds a character Dagster's storage URL cannot carry (`paths.url_safe_folder`)."""
@@ -276,7 +286,7 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".init.lock"):
         instance = DagsterInstance.get()
     with instance:
-        for first, last in _chunks(start, end, max(1, days_per_run)):
+        for first, last in _chunks(start, end, days_per_run):
             result = execute(first, last)
             if result.success:
                 published(first, last, result)
@@ -371,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--idle", action="store_true",
                      help="the range's days may have no request logs at all (known idle days); without it such a "
                           "day fails, so a missing upload is never published as a day without traffic")
-    run.add_argument("--days-per-run", type=int, default=DAYS_PER_RUN, metavar="N",
+    run.add_argument("--days-per-run", type=_days_per_run, default=DAYS_PER_RUN, metavar="N",
                      help=f"days per Dagster run (default: {DAYS_PER_RUN}): a ranged run pays each step's fixed cost "
                           "once; a failed ranged run is re-run day by day, so a bad day stops only itself")
     run.add_argument("--verbose", action="store_true", help="show Dagster's event log while running")
