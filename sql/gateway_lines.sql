@@ -1,4 +1,4 @@
--- Every physical line of one JSON Lines file, as read by tokenledger/lines.py (`lines`: source_line, the line's
+-- Every physical line of JSON Lines files (file_index: which of them), as read by tokenledger/lines.py (`lines`: source_line, the line's
 -- bytes, and a problem the reader already found), with its text and, when it cannot be a request record, why.
 -- Nothing is filtered: a line that is not UTF-8, holds NUL bytes, is empty or is not a JSON object is a row whose
 -- line_problem says so, and is quarantined with its number.
@@ -14,5 +14,6 @@ SELECT
         WHEN json_type(text) <> 'OBJECT' THEN format('line is a JSON {}, not an object',
             CASE json_type(text) WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
                                  WHEN 'NULL' THEN 'null' ELSE 'number' END)
-    END AS line_problem
-FROM (SELECT source_line, problem, try(decode(line)) AS text FROM {lines})
+    END AS line_problem,
+    file_index
+FROM (SELECT source_line, problem, try(decode(line)) AS text, file_index FROM {lines})

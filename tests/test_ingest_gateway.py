@@ -217,3 +217,38 @@ def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
     assert balanced.description == ("quality.ingest_reconciliation_daily does not balance: 2026-11-16 gateway: "
                                     "read 29 != accepted 14 + quarantined 12 + merged 4")
     assert not (home / "exports").exists()
+
+
+def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_path: Path) -> None:
+    """A day's JSON Lines files are staged in one statement: every row still carries its own file's position
+    in the day (file_index), its name and its line, around a Parquet file staged on its own."""
+    from tokenledger.ingest import stage_gateway_files
+    from tokenledger.landing import LandingFile
+
+    a = write_jsonl(tmp_path / "a.jsonl", [request("a1"), "{not json", request("a3")])
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    b = tmp_path / "b.parquet"
+    con.execute(f"COPY (SELECT 'b1' AS request_id) TO '{b}' (FORMAT PARQUET)")
+    c = write_jsonl(tmp_path / "c.jsonl.gz", [request("c1"), request("c2", input_tokens=-1)])
+    files = [LandingFile(a, "jsonl"), LandingFile(b, "parquet"), LandingFile(c, "jsonl")]
+    staged = stage_gateway_files(con, files, tmp_path / "stage", first_index=4)
+    assert [p.name for p in staged] == ["000005.parquet", "jsonl.parquet"]
+    got = con.execute("SELECT file_index, source_file, source_line, request_id, reason IS NULL FROM read_parquet($f) "
+                      "ORDER BY file_index, source_line", {"f": [str(p) for p in staged]}).fetchall()
+    assert got == [(4, str(a), 1, "a1", True), (4, str(a), 2, None, False), (4, str(a), 3, "a3", True),
+                   (5, str(b), 1, "b1", False), (6, str(c), 1, "c1", True), (6, str(c), 2, "c2", False)]
+
+
+def test_a_broken_file_among_json_lines_staged_together_is_named_alone(tmp_path: Path) -> None:
+    from tokenledger.errors import InputFileError
+    from tokenledger.ingest import stage_gateway_files
+    from tokenledger.landing import LandingFile
+
+    good = write_jsonl(tmp_path / "a.jsonl", [request("a1")])
+    broken = write_jsonl(tmp_path / "b.jsonl.gz", [request(f"b{i}") for i in range(200)])
+    broken.write_bytes(broken.read_bytes()[:-40])  # a truncated gzip: its lines cannot be counted
+    con = duckdb.connect()
+    with pytest.raises(InputFileError) as caught:
+        stage_gateway_files(con, [LandingFile(good, "jsonl"), LandingFile(broken, "jsonl")], tmp_path / "stage")
+    assert str(caught.value).startswith(f"{broken}: is not a readable gzip file")

@@ -32,7 +32,9 @@ from tokenledger.errors import InputFileError
 CHUNK_BYTES = 16 << 20
 MAX_LINE_BYTES = 16 << 20
 # Large binary: a chunk's offsets are 64-bit, so a chunk plus a carried line may exceed 2 GiB without overflow.
-SCHEMA = pa.schema([("source_line", pa.int64()), ("line", pa.large_binary()), ("problem", pa.string())])
+# file_index: the file's position in the list a reader was given (0 for a reader of one file).
+SCHEMA = pa.schema([("source_line", pa.int64()), ("line", pa.large_binary()), ("problem", pa.string()),
+                    ("file_index", pa.int32())])
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16",
@@ -57,8 +59,9 @@ def _check_encoding(path: Path, head: bytes) -> bytes:
 class _Batches:
     """Turns chunks of bytes into batches of whole lines, carrying an incomplete last line to the next chunk."""
 
-    def __init__(self, max_line: int) -> None:
+    def __init__(self, max_line: int, file_index: int = 0) -> None:
         self.max_line = max_line
+        self.file_index = file_index
         self.line_no = 0
         self.carry = b""
         self.skipping = False  # inside a line already reported as too long: drop bytes up to its end
@@ -80,7 +83,10 @@ class _Batches:
             mask = pa.array(too_long)
             lines = pc.if_else(mask, pa.scalar(None, pa.large_binary()), lines)
             problem = pc.if_else(mask, pa.scalar(self._too_long()), problem)
-        return pa.record_batch([pa.array(numbers), lines, problem], schema=SCHEMA)
+        return pa.record_batch([pa.array(numbers), lines, problem, self._file_indexes(count)], schema=SCHEMA)
+
+    def _file_indexes(self, count: int) -> pa.Array:
+        return pa.array(np.full(count, self.file_index, dtype=np.int32))
 
     def _too_long(self) -> str:
         return f"line longer than {self.max_line // (1 << 20)} MiB: not a request record"
@@ -88,7 +94,7 @@ class _Batches:
     def _reported_too_long(self) -> pa.RecordBatch:
         self.line_no += 1
         return pa.record_batch([pa.array([self.line_no], pa.int64()), pa.nulls(1, pa.large_binary()),
-                                pa.array([self._too_long()], pa.string())], schema=SCHEMA)
+                                pa.array([self._too_long()], pa.string()), self._file_indexes(1)], schema=SCHEMA)
 
     def feed(self, data: bytes) -> Iterator[pa.RecordBatch]:
         if self.skipping:
@@ -116,10 +122,11 @@ class _Batches:
         self.carry = b""
 
 
-def line_batches(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX_LINE_BYTES
+def line_batches(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX_LINE_BYTES, file_index: int = 0
                  ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of `(source_line, line, problem)` covering every physical line of `path` in order."""
-    batches = _Batches(max_line)
+    """Arrow batches of `(source_line, line, problem, file_index)` covering every physical line of `path` in
+    order."""
+    batches = _Batches(max_line, file_index)
     try:
         with _open(path) as f:
             first = True
@@ -136,7 +143,27 @@ def line_batches(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX
             "landing folder), then re-run the day.") from None
 
 
-def line_reader(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX_LINE_BYTES
-                ) -> pa.RecordBatchReader:
-    """`line_batches` as a reader DuckDB can scan once, streaming."""
-    return pa.RecordBatchReader.from_batches(SCHEMA, line_batches(path, chunk_bytes, max_line))
+class LineStream:
+    """The line batches of `paths`, one file after the other. DuckDB reports an error raised while it scans them
+    as its own (an InvalidInputException holding a Python traceback): `failure` keeps the InputFileError itself,
+    so that the reader's caller can raise it with its message intact."""
+
+    def __init__(self, paths: Path | list[Path], chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX_LINE_BYTES
+                 ) -> None:
+        files = [paths] if isinstance(paths, Path) else paths
+        self.failure: InputFileError | None = None
+        self._batches = (batch for index, path in enumerate(files)
+                         for batch in line_batches(path, chunk_bytes, max_line, file_index=index))
+
+    def reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(SCHEMA, self)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        try:
+            return next(self._batches)
+        except InputFileError as exc:
+            self.failure = exc
+            raise

@@ -25,7 +25,7 @@ import duckdb
 
 from tokenledger.duck import register_arrow, sql_path, statement
 from tokenledger.errors import InputFileError, LedgerError, environment_problem
-from tokenledger.lines import MAX_LINE_BYTES, line_reader
+from tokenledger.lines import MAX_LINE_BYTES, LineStream
 
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
@@ -53,22 +53,42 @@ def read_error(path: Path, kind: str, exc: duckdb.Error) -> LedgerError:
 # --- JSON Lines ----------------------------------------------------------------------------------------------------
 
 @contextmanager
-def jsonl_lines(con: duckdb.DuckDBPyConnection, path: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
-    """A cursor and, on it, a relation of every physical line of `path`: source_line, text, line_problem.
+def jsonl_lines(con: duckdb.DuckDBPyConnection, paths: Path | list[Path]
+                ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """A cursor and, on it, a relation of every physical line of `paths` (one file or several, read in order):
+    source_line, text, line_problem, file_index (the file's position in `paths`).
 
     The lines are an Arrow stream registered on a cursor of their own, read once by the one statement the caller
     runs on that cursor."""
     view = f"lines_{uuid.uuid4().hex}"
+    stream = LineStream(paths)
     with con.cursor() as cur:
-        register_arrow(cur, view, line_reader(path))
-        yield cur, statement("gateway_lines", lines=view)
+        register_arrow(cur, view, stream.reader())
+        try:
+            yield cur, statement("gateway_lines", lines=view)
+        except Exception:
+            # DuckDB wraps an error of the stream (a truncated gzip, a UTF-16 file) in its own: raise the original.
+            if stream.failure is not None:
+                raise stream.failure from None
+            raise
 
 
-def check_some_records(con: duckdb.DuckDBPyConnection, staged: Path, path: Path, what: str) -> None:
-    """Stop the day when none of a JSON Lines file's lines is a record: it is not that kind of file at all."""
-    lines, records, nul = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE is_record), count(*) FILTER (WHERE reason LIKE '%NUL bytes%') "
-        f"FROM read_parquet({sql_path(staged)})").fetchone()
+def check_some_records(con: duckdb.DuckDBPyConnection, staged: Path, path: Path | dict[int, Path], what: str
+                       ) -> None:
+    """Stop the day when none of a JSON Lines file's lines is a record: it is not that kind of file at all.
+
+    `path` is the staged file's one input, or its inputs by file_index when it holds several."""
+    paths = path if isinstance(path, dict) else {0: path}
+    by_file = "file_index" if isinstance(path, dict) else "0"
+    counts = con.execute(
+        f"SELECT {by_file}, count(*), count(*) FILTER (WHERE is_record), "
+        "count(*) FILTER (WHERE reason LIKE '%NUL bytes%') "
+        f"FROM read_parquet({sql_path(staged)}) GROUP BY ALL ORDER BY 1").fetchall()
+    for index, lines, records, nul in counts:
+        _some_records(paths[index], lines, records, nul, what)
+
+
+def _some_records(path: Path, lines: int, records: int, nul: int, what: str) -> None:
     if lines and not records:
         hint = " (most hold NUL bytes: it looks like UTF-16 or a binary file)" if nul * 2 > lines else ""
         raise InputFileError(f"{path}: none of its {lines:,} lines is a JSON object{hint}, so it is not a JSON "
