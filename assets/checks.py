@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 
 import dagster as dg
-import duckdb
 
 from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
@@ -22,7 +21,7 @@ from tokenledger import lake
 from tokenledger.adapters import NOT_A_REQUEST
 from tokenledger.catalog import TABLES, TableRef
 from tokenledger.contracts import load_contract
-from tokenledger.duck import literal_path
+from tokenledger.duck import literal_path, query_files
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
 from tokenledger.faults import failpoint
 from tokenledger.ingest import GATEWAY_FORMATS
@@ -85,9 +84,9 @@ contract_checks = [_contract_checks(ref) for ref in TABLES]
 def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
                                    ) -> dg.AssetCheckResult:
     files = _day_files(ledger, "quality", "ingest_reconciliation_daily", context)
-    broken = duckdb.connect().execute(
+    broken = query_files(
         "SELECT day, source, rows_read, rows_accepted, rows_quarantined, duplicates_merged FROM read_parquet($f) "
-        "WHERE NOT balanced ORDER BY day, source", {"f": files}).fetchall()
+        "WHERE NOT balanced ORDER BY day, source", {"f": files})
     examples = [f"{d} {s}: read {r} != accepted {a} + quarantined {q} + merged {m}" for d, s, r, a, q, m in broken]
     return dg.AssetCheckResult(
         passed=not broken,
@@ -100,7 +99,7 @@ def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledge
 def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutionContext) -> list[tuple]:
     """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
     how many of the quarantined rows are not request records (tokenledger.adapters.NOT_A_REQUEST)."""
-    return duckdb.connect().execute(
+    return query_files(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
         # 'field: rule' reasons count by field; the others (a line that is not JSON) by their text before '('.
         "q AS (SELECT day, source, CASE WHEN starts_with(reason, $not_request) THEN $not_request "
@@ -116,7 +115,7 @@ def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutio
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
          "quarantine": _day_files(ledger, "quality", "quarantine", context),
-         "not_request": NOT_A_REQUEST}).fetchall()
+         "not_request": NOT_A_REQUEST})
 
 
 @dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
@@ -164,12 +163,12 @@ def quarantine_empty(context: dg.AssetCheckExecutionContext, ledger: LedgerResou
                 additional_deps=[dg.AssetKey(["core", "deployments_daily"])],
                 description="Every (model, deployment_id) in the day's requests is in the inventory for that day.")
 def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
-    missing = duckdb.connect().execute(
+    missing = query_files(
         "SELECT r.day, r.model, r.deployment_id, count(*) FROM read_parquet($requests) r "
         "ANTI JOIN read_parquet($deployments) d ON d.day = r.day AND d.model = r.model "
         "AND d.deployment_id = r.deployment_id GROUP BY ALL ORDER BY 1, 4 DESC",
         {"requests": _day_files(ledger, "core", "gateway_requests", context),
-         "deployments": _day_files(ledger, "core", "deployments_daily", context)}).fetchall()
+         "deployments": _day_files(ledger, "core", "deployments_daily", context)})
     return dg.AssetCheckResult(
         passed=not missing,
         description=("requests of deployments not in config/deployments.yaml that day: " + "; ".join(
@@ -186,12 +185,12 @@ def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
                             "may be idle, but a silent one is often a log that never arrived).")
 def deployments_with_requests(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
                               ) -> dg.AssetCheckResult:
-    silent = duckdb.connect().execute(
+    silent = query_files(
         "SELECT d.day, d.model, d.deployment_id FROM read_parquet($deployments) d "
         "ANTI JOIN read_parquet($requests) r ON r.day = d.day AND r.deployment_id = d.deployment_id "
         "GROUP BY ALL ORDER BY ALL",
         {"requests": _day_files(ledger, "core", "gateway_requests", context),
-         "deployments": _day_files(ledger, "core", "deployments_daily", context)}).fetchall()
+         "deployments": _day_files(ledger, "core", "deployments_daily", context)})
     return dg.AssetCheckResult(
         passed=not silent, severity=dg.AssetCheckSeverity.WARN,
         description=("deployments in force with no request that day: " + "; ".join(
@@ -239,9 +238,9 @@ def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerRes
                             "after it ended.")
 def billing_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     now = datetime.now(UTC)
-    rows = dict(duckdb.connect().execute(
+    rows = dict(query_files(
         "SELECT day, count(*) FROM read_parquet($f) GROUP BY day",
-        {"f": _day_files(ledger, "core", "billing_charges", context)}).fetchall())
+        {"f": _day_files(ledger, "core", "billing_charges", context)}))
     notes = [freshness_verdict(day, now, _day_end(day) + timedelta(hours=ledger.billing_complete_after_hours),
                         bool(rows.get(day)), "billing rows") for day in days_of(context)]
     late = [text for ok, text in notes if not ok]

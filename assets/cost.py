@@ -7,7 +7,6 @@ tokenledger/cost.py and the SQL file named after each table.
 """
 
 import dagster as dg
-import duckdb
 
 from assets.daily import for_each_day
 from assets.tables import table_asset
@@ -23,7 +22,7 @@ from tokenledger.cost import (
     build_tenant_showback,
     unbalanced_rows,
 )
-from tokenledger.duck import literal_path
+from tokenledger.duck import literal_path, scratch_connection
 
 
 @table_asset("core.cost_lines")
@@ -105,7 +104,7 @@ def cost_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger:
                                  ) -> dg.AssetCheckResult:
     files = [literal_path(lake.day_file(ledger.layout.lake, "finance", "cost_reconciliation_daily", day))
              for day in days_of(context)]
-    with duckdb.connect() as con:
+    with scratch_connection() as con:
         broken = unbalanced_rows(con, files)
         checked = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": files}).fetchone()[0]
     return dg.AssetCheckResult(

@@ -97,10 +97,11 @@ class LedgerResource(dg.ConfigurableResource):
 
     @contextmanager
     def compute(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, Path]]:
-        """An in-memory DuckDB for one step, and a scratch folder of its own, marked in use while the step runs
-        (so a later run can tell it from the folder of a killed step) and removed afterwards."""
+        """A DuckDB connection of the step's own (to the process's in-memory database: tokenledger.duck), and a
+        scratch folder of its own, marked in use while the step runs (so a later run can tell it from the folder of
+        a killed step) and removed afterwards."""
         with step_scratch(self.layout.scratch / f"step-{uuid.uuid4().hex[:12]}") as scratch, \
-                compute_connection(scratch / "spill", self.duckdb_memory_limit, self.duckdb_threads) as con:
+                compute_connection(self.layout.scratch, self.duckdb_memory_limit, self.duckdb_threads) as con:
             yield con, scratch
 
     def warehouse(self) -> WarehouseResource:
