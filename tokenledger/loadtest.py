@@ -439,7 +439,8 @@ def measure_loadtests(con: duckdb.DuckDBPyConnection, layout: HomeLayout, scratc
 
     Staged files go to `scratch`; the table holds everything afterwards, so `scratch` may then be removed.
     """
-    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'cfg_slo_policy'").fetchone()[0]:
+    if not con.execute("SELECT count(*) FROM (SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name "
+                       "FROM duckdb_views()) WHERE table_name = 'cfg_slo_policy'").fetchone()[0]:
         load_config(con, layout)
     _empty_steps_table(con)
     ingested = []
