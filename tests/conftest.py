@@ -191,8 +191,11 @@ def lenient() -> dict[str, Any]:
 
 
 def materialize(start: str, end: str | None = None, selection: list[str] | None = None,
-                run_config: dict[str, Any] | None = None):
-    """Run the daily job (or a selection of it) for one partition, or a range as one run, in process."""
+                run_config: dict[str, Any] | None = None, upto: list[str] | None = None):
+    """Run the daily job (or a selection of it) for one partition, or a range as one run, in process.
+
+    `upto` selects the named tables and every table upstream of them, checks included: a test of a formula runs the
+    steps its table needs through Dagster, not the whole job (publication, reports and the other tables)."""
     import dagster as dg
 
     from pipelines.definitions import defs
@@ -203,6 +206,9 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
         tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end}
     job = defs.resolve_job_def("daily_pipeline")
     keys = [dg.AssetKey.from_user_string(k) for k in selection] if selection else None
+    if upto:
+        targets = dg.AssetSelection.assets(*(dg.AssetKey.from_user_string(k) for k in upto)).upstream()
+        keys = sorted(targets.resolve(defs.resolve_asset_graph()), key=lambda k: k.to_user_string())
     if tags:
         return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys, run_config=run_config)
     return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys,

@@ -284,12 +284,13 @@ def bench_fixed(root: Path, days: int, requests: int) -> dict:
                       "--days", str(days), "--requests", str(requests))
     run = spawn(_run_command(home, FIXED_START, end), logs / "run.log")
     dagster = phase("dagster", logs / "dagster.log", "--home", str(home))
-    per_day = [r["seconds"] for r in dagster["runs"]]
+    # One ranged run when every day passes; a ranged run that failed is followed by one run per day, which the
+    # count of runs shows. Either way the Dagster time of the range is shared by its days.
+    run_seconds = sum(r["seconds"] for r in dagster["runs"])
     return {"days": days, "requests_per_day_asked": requests, "requests": generated["requests"],
             "start": FIXED_START.isoformat(), "end": end.isoformat(), "generate": generated, "run": run,
-            "run_ok": run["exit_code"] == 0, "runs": dagster["runs"],
-            "seconds_per_day_in_run": round(sum(per_day) / len(per_day), 2) if per_day else None,
-            "max_seconds_of_a_day": max(per_day, default=None),
+            "run_ok": run["exit_code"] == 0, "runs": dagster["runs"], "dagster_runs": len(dagster["runs"]),
+            "seconds_per_day_in_run": round(run_seconds / days, 2) if dagster["runs"] else None,
             "wall_s_per_day": round(run["wall_s"] / days, 2)}
 
 
