@@ -37,9 +37,9 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _cli(home: Path, start: date, end: date) -> subprocess.Popen:
+def _cli(home: Path, start: date, end: date, *options: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
-                             str(start), "--end", str(end)], cwd=PROJECT_ROOT, env=_env(home),
+                             str(start), "--end", str(end), *options], cwd=PROJECT_ROOT, env=_env(home),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -72,9 +72,9 @@ def _home_from(landing: Path, tmp_path: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def day_by_day(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference: `tokenledger run` over the two weeks, one Dagster run per day."""
+    """The reference: `tokenledger run` over the two weeks, one Dagster run per day (its default is ranged runs)."""
     home = _home_from(landing, tmp_path_factory.mktemp("day_by_day"), "home")
-    proc = _cli(home, START, END)
+    proc = _cli(home, START, END, "--days-per-run", "1")
     out, _ = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 0, out
     assert out.count("  published") == DAYS
@@ -170,3 +170,25 @@ def test_a_publish_that_fails_midway_changes_nothing(landing, day_by_day, tmp_pa
     with pytest.raises(LedgerError, match="Nothing of the day was published"), duckdb.connect() as con:
         publishing.stage_day(con, layout, publishing.Staging(layout), day, PUBLISHED_TABLES, CORE_TABLES, "test")
     assert _snapshot(home / "exports") == before
+
+
+def test_a_day_that_fails_in_a_ranged_run_stops_only_itself(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    """`tokenledger run` over three days whose middle one has no log: the ranged run fails whole, its days are run
+    one by one, the first and last are published and the middle one is named with its message."""
+    from tokenledger.cli import main
+
+    monkeypatch.delenv("TOKENLEDGER_IDLE_DAYS")
+    monkeypatch.setenv("DAGSTER_HOME", str(home / ".dagster"))  # restored after the test: main() points it there
+    for day in ("2026-11-16", "2026-11-18"):
+        write_jsonl(gateway_dir(home, day) / "a.jsonl", [request(f"{day}-{i}", received_at=f"{day}T14:00:00Z")
+                                                         for i in range(20)])
+    assert main(["run", "--home", str(home), "--start", "2026-11-16", "--end", "2026-11-18"]) == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "2026-11-16...2026-11-18  a day failed in the ranged run, so none of it was published" in out
+    assert [line for line in out.splitlines() if line.endswith("  published")] == [
+        "2026-11-16  published", "2026-11-18  published"]
+    assert "no request logs for 2026-11-17" in out
+    manifests = sorted(p.name for p in (home / "exports" / "_manifests").iterdir())
+    assert manifests == ["day=2026-11-16.json", "day=2026-11-18.json"]
