@@ -281,13 +281,17 @@ def _not_scalar(col: Column) -> tuple[str, ...]:
     return NON_SCALAR_KINDS if col.physical_type.upper() != "BOOLEAN" else ("object", "array", "binary")
 
 
+_INTEGER_ARRAY = r"\s*\[\s*(-?(0|[1-9][0-9]*)\s*(,\s*-?(0|[1-9][0-9]*)\s*)*)?\]\s*"
+
+
 def _integer_list(text: str, physical: str) -> str:
     """A JSON array of integers as `physical` (BIGINT[] or INTEGER[]), exactly: every element a JSON integer
     within the element type (a fraction, exponent, string, null or nested array makes the whole value NULL, never
     a rounded or partial list)."""
     value = f"try_cast(from_json({text}, '[\"{physical[:-2]}\"]') AS {physical})"
-    integers = (f"coalesce(list_bool_and(list_transform(json_type({text}::JSON, '$[*]'), "
-                f"lambda t: t IN ('BIGINT', 'UBIGINT'))), true)")
+    # The text is a valid JSON array here: it holds only integers when it is brackets, commas, whitespace and
+    # integer literals (a pattern, 10x cheaper than the JSON type of every element through a lambda).
+    integers = f"regexp_full_match({text}, '{_INTEGER_ARRAY}')"
     return f"CASE WHEN {integers} AND list_count({value}) = len({value}) THEN {value} END"
 
 
@@ -299,7 +303,7 @@ def typed_expr(col: Column, text: str, kind: str | None = None) -> str:
     object, array, boolean or binary is never a scalar of the contract; a number is text only for a column that
     `acceptNumbers`.
     """
-    blank = f"({text} IS NULL OR trim({text}) = '')"
+    blank = f"({text} IS NULL OR ltrim({text}) = '')"  # ltrim: the same test, 5-10x cheaper than trim
     physical = col.physical_type.upper()
     k = _kind(kind)
     scalar = f"coalesce({k} NOT IN {_not_scalar(col)!r}, true)"
@@ -382,7 +386,7 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
     n = col.name
     f = (label or n).replace("'", "''")
     k = _kind(kind)
-    blank = f"({text} IS NULL OR trim({text}) = '')"
+    blank = f"({text} IS NULL OR ltrim({text}) = '')"
     branches = [f"WHEN {k} IN {_not_scalar(col)!r} "
                 f"THEN format('{f}: a value of type {{}} is not a valid {col.logical_type}', {k})"]
     if col.required:
@@ -484,7 +488,8 @@ def json_text_columns(table: Table, struct: str) -> str:
 
 
 def validation_query(table: Table, text_relation: str, passthrough: list[str], gate: str | None = None,
-                     kinds: bool = False, labels: dict[str, str] | None = None, raw: str | None = None) -> str:
+                     kinds: bool = False, labels: dict[str, str] | None = None, raw: str | None = None,
+                     keep_raw: str | None = None) -> str:
     """Type and judge every row of `text_relation`, which holds `<name>__text` for each contract column (and
     `<name>__kind` when `kinds`).
 
@@ -493,19 +498,26 @@ def validation_query(table: Table, text_relation: str, passthrough: list[str], g
     valid row). `gate` is an optional column of the relation giving why a row cannot be judged at all (e.g. a
     line that is not a JSON object), NULL when it can; such a row keeps no raw fields. `raw`, when given, is the
     relation's own kept form of the row (an adapter keeps its source's fields, checked by their own contract).
+
+    `keep_raw`, a condition on the typed columns, keeps `raw` only for the rows that break a rule or meet it (the
+    rows a later rule may still quarantine) and leaves it NULL for the others: only quarantined rows keep it, and
+    building it for every row cost about a third of staging a file.
     """
     reason = violation_reasons(table, kinds=kinds, labels=labels)
+    if gate:
+        reason = f"CASE WHEN {gate} IS NOT NULL THEN {gate} ELSE {reason} END"
+    typed = f"SELECT *, {', '.join(typed_select(table, kinds=kinds))} FROM ({text_relation})"
+    keep = ", ".join(passthrough)
     if raw is None:
         raw_fields = ", ".join(
             f"{sql_literal(c.name)}, {raw_text(c, text_of(c), f'{c.name}__kind' if kinds else None)}"
             for c in table.columns)
         raw = f"json_object({raw_fields})::VARCHAR"
+        if keep_raw:
+            raw = (f"CASE WHEN {f'{gate} IS NULL AND ' if gate else ''}(reason IS NOT NULL OR ({keep_raw})) "
+                   f"THEN {raw} END")
+            return (f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, reason "
+                    f"FROM (SELECT *, {reason} AS reason FROM ({typed}))")
         if gate:
             raw = f"CASE WHEN {gate} IS NULL THEN {raw} END"
-    if gate:
-        reason = f"CASE WHEN {gate} IS NOT NULL THEN {gate} ELSE {reason} END"
-    keep = ", ".join(passthrough)
-    return (
-        f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, {reason} AS reason "
-        f"FROM (SELECT *, {', '.join(typed_select(table, kinds=kinds))} FROM ({text_relation}))"
-    )
+    return f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, {reason} AS reason FROM ({typed})"

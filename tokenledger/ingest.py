@@ -55,6 +55,10 @@ BILLING_FORMATS = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet"}
 # The stages whose quality parts the quality tables gather; `requests` holds a row per request source.
 STAGES = ("requests", "billing", "deployments")
 CANONICAL = "gateway"
+# The rows of a day's canonical log that sql/gateway_checked.sql may still quarantine without a reason from the
+# contract: outside the folder's day, or without deployment_id. Only they (and rows with a reason) keep `raw`.
+_MAY_BE_QUARANTINED = ("deployment_id IS NULL OR received_at < $day_start::TIMESTAMPTZ "
+                       "OR received_at >= $day_end::TIMESTAMPTZ")
 
 
 @dataclass(frozen=True)
@@ -160,18 +164,28 @@ def _passthrough(file_index: int, source: str) -> list[str]:
             "line_problem IS NULL AS is_record", f"'{source}' AS source"]
 
 
-def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path) -> None:
+def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
+    """`keep_raw` and its parameters for staging a day's canonical files (None: keep raw for every row)."""
+    if window is None:
+        return None, {}
+    return _MAY_BE_QUARANTINED, {"day_start": window.start, "day_end": window.end}
+
+
+def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path,
+                           window: DayWindow | None = None) -> None:
     """A canonical gateway Parquet file, typed and judged by the gateway_request contract."""
     table = load_contract("gateway_request").table()
+    keep_raw, day = _day_params(window)
     query = validation_query(table, _parquet_text_relation(con, file, table), _passthrough(file_index, CANONICAL),
-                             gate="line_problem", kinds=True)
+                             gate="line_problem", kinds=True, keep_raw=keep_raw)
     try:
-        lake.write_query(con, query, target, {"file": str(file.path)})
+        lake.write_query(con, query, target, {"file": str(file.path), **day})
     except duckdb.Error as exc:
         raise read_error(file.path, "Parquet", exc) from None
 
 
-def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], target: Path) -> list[Path]:
+def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], target: Path,
+                         window: DayWindow | None = None) -> list[Path]:
     """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract in one
     statement into `target`: the statement's planning and set-up, about a third of a small file's staging, is paid
     once for all of them.
@@ -185,19 +199,20 @@ def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
     passthrough = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
                    "list_extract($files, file_index + 1) AS source_file", "source_line",
                    "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source"]
-    params = {"indexes": indexes, "files": [str(p) for p in paths]}
+    keep_raw, day = _day_params(window)
+    params = {"indexes": indexes, "files": [str(p) for p in paths], **day}
     try:
         with jsonl_lines(con, paths) as (cur, lines):
             query = validation_query(table, _jsonl_text_relation(table, lines), passthrough, gate="line_problem",
-                                     kinds=True)
+                                     kinds=True, keep_raw=keep_raw)
             lake.write_query(cur, query, target, params)
     except (duckdb.Error, LedgerError):
         if len(files) == 1:
             index, file = next(iter(files.items()))
-            return _stage_gateway_jsonl_alone(con, file, index, target)
+            return _stage_gateway_jsonl_alone(con, file, index, target, window)
         target.unlink(missing_ok=True)
         return [path for index, file in files.items()
-                for path in _stage_gateway_jsonl_alone(con, file, index, _alone(target, index))]
+                for path in _stage_gateway_jsonl_alone(con, file, index, _alone(target, index), window)]
     check_some_records(con, target, {i: files[i].path for i in indexes}, "gateway log")
     return [target]
 
@@ -206,14 +221,15 @@ def _alone(target: Path, index: int) -> Path:
     return target.with_name(f"{target.stem}-{index:06d}.parquet")
 
 
-def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path
-                               ) -> list[Path]:
+def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path,
+                               window: DayWindow | None = None) -> list[Path]:
     table = load_contract("gateway_request").table()
+    keep_raw, day = _day_params(window)
     with jsonl_lines(con, file.path) as (cur, lines):
         query = validation_query(table, _jsonl_text_relation(table, lines), _passthrough(file_index, CANONICAL),
-                                 gate="line_problem", kinds=True)
+                                 gate="line_problem", kinds=True, keep_raw=keep_raw)
         try:
-            lake.write_query(cur, query, target, {"file": str(file.path)})
+            lake.write_query(cur, query, target, {"file": str(file.path), **day})
         except duckdb.Error as exc:
             raise read_error(file.path, "JSON Lines", exc) from None
     check_some_records(con, target, file.path, "gateway log")
@@ -302,11 +318,13 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
 
 
 def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile], stage_dir: Path,
-                        adapter: Adapter | None = None, first_index: int = 0) -> list[Path]:
+                        adapter: Adapter | None = None, first_index: int = 0, window: DayWindow | None = None
+                        ) -> list[Path]:
     """Type and judge each file by the gateway_request contract (through `adapter` for another format) into
     stage_dir/NNNNNN.parquet (NNNNNN = the file's position in the day's read order, its file_index); the canonical
     JSON Lines files all into stage_dir/jsonl.parquet, their rows carrying their file_index. Returns the staged
-    files (fewer than `files` when JSON Lines files were staged together)."""
+    files (fewer than `files` when JSON Lines files were staged together). With the `window` of the day the
+    files are for, a canonical row keeps `raw` only where it may be quarantined (`_MAY_BE_QUARANTINED`)."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     staged = []
     jsonl: dict[int, LandingFile] = {}
@@ -318,10 +336,10 @@ def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile]
             jsonl[index] = file  # staged together below
             continue
         else:
-            _stage_gateway_parquet(con, file, index, target)
+            _stage_gateway_parquet(con, file, index, target, window)
         staged.append(target)
     if jsonl:
-        staged += _stage_gateway_jsonl(con, jsonl, stage_dir / "jsonl.parquet")
+        staged += _stage_gateway_jsonl(con, jsonl, stage_dir / "jsonl.parquet", window)
     return staged
 
 
@@ -342,7 +360,8 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
         if name != CANONICAL and folder.exists():
             present.append(name)
         files = landing_files(folder, formats, title)
-        staged += stage_gateway_files(con, files, scratch / "gateway" / name, adapter, first_index=read)
+        staged += stage_gateway_files(con, files, scratch / "gateway" / name, adapter, first_index=read,
+                                      window=window)
         read += len(files)
     if not staged and not idle:
         folders = ", ".join(str(layout.source_day_dir(name, window.day)) for name in request_sources())
