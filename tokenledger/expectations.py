@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from tokenledger.contracts import Column, RowRule, Table, sql_literal
-from tokenledger.duck import literal_path
+from tokenledger.duck import literal_path, query_files
 
 CRITICAL = "critical"
 WARNING = "warning"
@@ -250,8 +250,7 @@ def _unique_rule(key: list[str], rel: str) -> Rule:
 
 @cache
 def _normalized_type(physical: str) -> str:
-    with duckdb.connect() as con:  # never DuckDB's shared default connection, which other code may be using
-        return con.execute(f"SELECT typeof(CAST(NULL AS {physical}))").fetchone()[0]
+    return query_files(f"SELECT typeof(CAST(NULL AS {physical}))")[0][0]
 
 
 _COMPATIBLE = {("JSON", "VARCHAR"), ("VARCHAR", "JSON")}
