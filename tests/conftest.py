@@ -194,8 +194,9 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
                 run_config: dict[str, Any] | None = None, upto: list[str] | None = None):
     """Run the daily job (or a selection of it) for one partition, or a range as one run, in process.
 
-    `upto` selects the named tables and every table upstream of them, checks included: a test of a formula runs the
-    steps its table needs through Dagster, not the whole job (publication, reports and the other tables)."""
+    `upto` selects the named tables and every table upstream of them, checks included (with the tables the checks
+    read): a test of a formula runs the steps its table needs through Dagster, not the whole job (publication,
+    reports and the other tables)."""
     import dagster as dg
 
     from pipelines.definitions import defs
@@ -207,8 +208,14 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
     job = defs.resolve_job_def("daily_pipeline")
     keys = [dg.AssetKey.from_user_string(k) for k in selection] if selection else None
     if upto:
-        targets = dg.AssetSelection.assets(*(dg.AssetKey.from_user_string(k) for k in upto)).upstream()
-        keys = sorted(targets.resolve(defs.resolve_asset_graph()), key=lambda k: k.to_user_string())
+        graph = defs.resolve_asset_graph()
+        wanted = {dg.AssetKey.from_user_string(k) for k in upto}
+        chosen: set = set()
+        while wanted - chosen:
+            chosen |= dg.AssetSelection.assets(*wanted).upstream().resolve(graph)
+            wanted = chosen | {dep.asset_key for check in graph.get_check_keys_for_assets(chosen)
+                               for dep in graph.get_check_spec(check).additional_deps}
+        keys = sorted(chosen, key=lambda k: k.to_user_string())
     if tags:
         return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys, run_config=run_config)
     return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys,

@@ -36,7 +36,7 @@ def test_missing_config(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_invalid_yaml_names_file_line_and_column(home: Path) -> None:
     path = home / "config" / "slo.yaml"
     path.write_text(path.read_text().replace("      itl_limit_ms: 100", "      itl_limit_ms: [100"))
-    result = materialize(DAY)
+    result = materialize(DAY, upto=["core/deployments_daily"])
     assert not result.success
     text = failure_text(result)
     assert f"{path} is not valid YAML at line 9, column 18: expected ',' or ']'" in text
@@ -45,14 +45,14 @@ def test_invalid_yaml_names_file_line_and_column(home: Path) -> None:
 def test_config_contract_violation_names_line_field_and_rule(home: Path) -> None:
     path = home / "config" / "deployments.yaml"
     path.write_text(path.read_text().replace("    gpus: 4\n", "    gpus: -4\n"))
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/deployments_daily"]))
     assert f"{path} line 25: gpus: -4 is below the minimum 1" in text
 
 
 def test_misspelt_config_key(home: Path) -> None:
     path = home / "config" / "slo.yaml"
     path.write_text(path.read_text().replace("queue_p99_ms", "queue_p99_msec"))
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/deployments_daily"]))
     assert f"{path} line 11: unknown key 'queue_p99_msec' in an SLO policy" in text
 
 
@@ -74,7 +74,7 @@ def test_a_csv_named_jsonl_is_the_wrong_format(home: Path) -> None:
     path = gateway_dir(home, DAY) / "requests.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text("request_id,model\nr1,m70\nr2,m70\n")
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/gateway_requests"]))
     assert f"{path}: none of its 3 lines is a JSON object, so it is not a JSON Lines gateway log" in text
 
 
@@ -82,7 +82,7 @@ def test_an_unknown_file_type_is_not_silently_skipped(home: Path) -> None:
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [request("r1")])
     (gateway_dir(home, DAY) / "export.xlsx").write_bytes(b"PK\x03\x04")
     (gateway_dir(home, DAY) / "_SUCCESS").write_text("")
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/gateway_requests"]))
     assert "export.xlsx: not a gateway log file tokenledger can read (expected .jsonl, .jsonl.gz, .parquet)" in text
 
 
@@ -90,7 +90,7 @@ def test_a_parquet_file_that_is_not_parquet(home: Path) -> None:
     path = gateway_dir(home, DAY) / "a.parquet"
     path.parent.mkdir(parents=True)
     path.write_text('{"request_id": "r1"}\n')
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/gateway_requests"]))
     assert f"{path}: cannot be read as Parquet" in text
 
 
@@ -98,7 +98,7 @@ def test_a_model_missing_from_the_deployments(home: Path) -> None:
     path = write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
         request("r1"), request("r2", model="llama-405b", deployment_id=...), request("r3", model="llama-405b",
                                                                                    deployment_id=...)])
-    result = materialize(DAY)
+    result = materialize(DAY, upto=["core/gateway_requests"])
     assert not result.success
     text = failure_text(result)
     assert "model 'llama-405b': 2 request(s), first at " + str(path) + " line 2" in text
@@ -109,6 +109,6 @@ def test_a_model_missing_from_the_deployments(home: Path) -> None:
 def test_billing_without_focus_columns(home: Path) -> None:
     path = home / "raw" / "billing" / "invoice.csv"
     path.write_text("date,amount\n2026-11-16,10\n")
-    text = failure_text(materialize(DAY))
+    text = failure_text(materialize(DAY, upto=["core/billing_charges"]))
     assert f"{path}: has no column ChargePeriodStart, ChargePeriodEnd, EffectiveCost, BilledCost" in text
     assert "not a FOCUS billing export" in text

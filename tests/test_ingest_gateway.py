@@ -66,7 +66,8 @@ def _write_day(home: Path) -> None:
 
 def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
     _write_day(home)
-    result = materialize(DAY, run_config=lenient())
+    result = materialize(DAY, run_config=lenient(), upto=["core/gateway_requests", "quality/quarantine",
+                                                          "quality/ingest_reconciliation_daily"])
     assert result.success, failure_text(result)
 
     accepted = {r["request_id"]: r for r in rows(home, "core", "gateway_requests", DAY)}
@@ -149,13 +150,15 @@ def test_rerunning_a_day_leaves_every_table_identical(home: Path) -> None:
 
 def test_a_late_file_is_included_when_the_day_runs_again(home: Path) -> None:
     _write_day(home)
-    assert materialize(DAY, run_config=lenient()).success
+    # the reconciliation's quarantine checks read quality/quarantine too
+    tables = ["core/gateway_requests", "quality/quarantine", "quality/ingest_reconciliation_daily"]
+    assert materialize(DAY, run_config=lenient(), upto=tables).success
     write_jsonl(gateway_dir(home, DAY) / "z-late.jsonl", [
         request("late-1"),
         request("late-2", status="cancelled"),
         request("ok-1", e2e_ms=99999.0, tenant_id="late-copy"),
     ])
-    assert materialize(DAY, run_config=lenient()).success
+    assert materialize(DAY, run_config=lenient(), upto=tables).success
     accepted = {r["request_id"]: r for r in rows(home, "core", "gateway_requests", DAY)}
     assert len(accepted) == 15
     assert accepted["ok-1"]["tenant_id"] == "late-copy"
@@ -174,7 +177,10 @@ def test_a_day_without_any_request_log_fails_unless_declared_idle(home: Path,
     assert "declare it idle: tokenledger run --idle" in failure_text(failed)
     assert not (home / "exports").exists()
     monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "2026-11-20")
-    result = materialize("2026-11-20")
+    # deployments_with_requests is a check of core/gateway_requests: inside the selection (the reconciliation's
+    # quarantine checks read quality/quarantine too)
+    result = materialize("2026-11-20", upto=["core/gateway_requests", "quality/quarantine",
+                                             "quality/ingest_reconciliation_daily"])
     assert result.success
     warnings = {e.event_specific_data.asset_check_key.name: e.event_specific_data for e in result.all_events
                 if e.event_type_value == "ASSET_CHECK_EVALUATION"}
