@@ -16,11 +16,6 @@ from tests.conftest import failure_text, gateway_dir, materialize, request, rows
 
 DAY = "2026-11-16"
 D = date(2026, 11, 16)
-ACCOUNTING = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "infra/slo_daily",
-              "infra/token_split_daily", "infra/token_split_hourly", "infra/capacity_daily", "infra/goodput_hourly",
-              # what infra/capacity_daily's capacity columns read (assets/capacity.py)
-              "core/billing_charges", "core/cost_lines", "core/cost_allocation_daily", "finance/cost_per_mtok_daily",
-              "core/loadtest_steps", "core/capacity_windows"]
 
 BUCKETS = (("0-4k", 0, 4096, 1000), ("4k-32k", 4096, 32768, 2500), ("32k-128k", 32768, 131072, 6000),
            ("128k+", 131072, None, 15000))
@@ -239,7 +234,7 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
         request("s4", **{**agent, "cached_input_tokens": 0, "input_tokens": 100_000}, status="rejected",
                 **_none(e2e_ms=..., received_at="2026-11-16T14:01:00Z")),
     ])
-    result = materialize(DAY, selection=ACCOUNTING)
+    result = materialize(DAY, upto=["infra/token_split_daily", "infra/token_split_hourly", "infra/slo_daily"])
     assert result.success, failure_text(result)
     daily = {r["model"]: r for r in rows(home, "infra", "token_split_daily", DAY)}
     # The workload (ISL and OSL distributions) is over the two requests served in full, s1 and s3: 49,000 in and
@@ -285,7 +280,7 @@ def test_cancelled_requests_leave_the_denominators(home: Path) -> None:
         *[request(f"c{i}", status="cancelled", ttft_ms=9000.0, e2e_ms=9500.0, queue_ms=8000.0, itl_max_ms=900.0)
           for i in range(3)],
     ])
-    assert materialize(DAY, selection=ACCOUNTING).success
+    assert materialize(DAY, upto=["infra/slo_daily", "infra/token_split_daily"]).success
     r = by_bucket(home)["all"]
     assert (r["effective_requests"], r["cancelled_requests"], r["attainment"], r["success_rate"]) == (2, 3, 1.0, 1.0)
     assert (r["ttft_p99_ms"], r["queue_p99_ms"], r["itl_p99_ms"]) == (300.0, 20.0, 40.0)
@@ -311,7 +306,7 @@ def test_itl_missing_policy(home: Path, itl_missing: str, compliant: int) -> Non
     # ignore: i1, i2, i3 comply (3/4); fail: i2 does not (2/4).
     write_slo(home, slo_version("v1", "2026-11-01", itl_missing=itl_missing))
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", ITL_DAY)
-    assert materialize(DAY, selection=ACCOUNTING).success
+    assert materialize(DAY, upto=["infra/slo_daily"]).success
     r = by_bucket(home)["0-4k"]
     assert (r["effective_requests"], r["compliant_requests"], r["attainment"], r["itl_unknown_share"]) == (
         4, compliant, compliant / 4, 0.5)
@@ -326,7 +321,7 @@ def test_a_model_override_changes_one_model_only(home: Path) -> None:
         request("m8-1", model="m8", deployment_id="m8-onprem", ttft_ms=700.0),
         request("moe-1", model="moe", deployment_id="moe-b", ttft_ms=700.0),
     ])
-    assert materialize(DAY, selection=ACCOUNTING).success
+    assert materialize(DAY, upto=["infra/slo_daily"]).success
     m70, m8, moe = by_bucket(home), by_bucket(home, model="m8"), by_bucket(home, model="moe")
     assert list(m8) == ["0-4k", "4k+", "all"] and list(m70) == ["0-4k", "4k-32k", "32k-128k", "128k+", "all"]
     assert (m70["0-4k"]["compliant_requests"], m8["0-4k"]["compliant_requests"],
@@ -344,9 +339,12 @@ def test_an_effective_dated_version_applies_from_its_day_and_a_backfill_keeps_th
     for day in ("2026-11-16", "2026-11-17"):
         write_jsonl(gateway_dir(home, day) / "a.jsonl", [request("r1", received_at=f"{day}T10:00:00Z")])
     write_slo(home, v1)
-    assert materialize("2026-11-16", selection=ACCOUNTING).success
+    assert materialize("2026-11-16", upto=["infra/slo_daily", "infra/capacity_daily", "infra/goodput_hourly",
+                                           "core/usage_hourly"]).success
     write_slo(home, v1, v2)
-    assert materialize("2026-11-16", "2026-11-17", selection=ACCOUNTING).success  # backfill 16, run 17
+    assert materialize("2026-11-16", "2026-11-17",  # backfill 16, run 17
+                       upto=["infra/slo_daily", "infra/capacity_daily", "infra/goodput_hourly",
+                             "core/usage_hourly"]).success
 
     old, new = by_bucket(home, "2026-11-16")["all"], by_bucket(home, "2026-11-17")["all"]
     assert (old["slo_version"], old["compliant_requests"]) == ("v1", 1)
@@ -359,7 +357,7 @@ def test_an_effective_dated_version_applies_from_its_day_and_a_backfill_keeps_th
 
 
 def test_a_day_before_any_version_fails_naming_the_day_and_the_earliest_version(home: Path) -> None:
-    result = materialize("2026-10-31", selection=ACCOUNTING)
+    result = materialize("2026-10-31", upto=["infra/slo_daily"])  # infra/slo_daily's step raises it
     assert not result.success
     assert ("no SLO version is in force on 2026-10-31 (the earliest valid_from is 2026-11-01)"
             in failure_text(result))
@@ -412,7 +410,7 @@ def test_compliance_agrees_with_vllms_goodput_rule(home: Path) -> None:
                         "e2e_ms": e2e, "queue_ms": 0.0, "itl_max_ms": itl, "status": status}
         outputs[-1]["record"] = request(f"v{i:03d}", **write_fields)
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [o["record"] for o in outputs])
-    assert materialize(DAY, selection=ACCOUNTING).success
+    assert materialize(DAY, upto=["infra/slo_daily"]).success
 
     got = by_bucket(home)
     ttft_slos = [limits[b][2] for b in bucket_of]
@@ -445,7 +443,7 @@ def test_goodput_with_a_mid_day_scale_up(home: Path) -> None:
     ])
     write_jsonl(gateway_dir(home, "2026-11-17") / "a.jsonl", [
         request("h1", received_at="2026-11-17T12:45:00Z", output_tokens=720)])
-    result = materialize("2026-11-16", "2026-11-17", selection=ACCOUNTING)
+    result = materialize("2026-11-16", "2026-11-17", upto=["infra/capacity_daily", "infra/goodput_hourly"])
     assert result.success, failure_text(result)
 
     # The throughput columns (the capacity columns that follow them are tests/test_capacity.py's).

@@ -116,7 +116,7 @@ def _seed_000_day(home: Path) -> None:
 
 def test_seed_000_a_day_at_70_percent_still_has_6_hours_over_capacity(home: Path) -> None:
     _seed_000_day(home)
-    run_day()
+    run_day(upto=["infra/capacity_daily", "infra/load_hourly", "infra/capacity_plan_daily"])
 
     cap = by_deployment(home, "capacity_daily")["m8-onprem"]
     assert (cap["capacity_source"], cap["capacity_verified"], cap["loadtest_run_id"]) == ("loadtest", True, "lt-m8")
@@ -216,7 +216,7 @@ def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(ho
         *_clustered("e", T0 + timedelta(hours=12), 6, timedelta(seconds=20), **m8),
         *_clustered("f", T0 + timedelta(hours=12, seconds=10), 6, timedelta(seconds=20), ttft_ms=1200.0, **m8),
     ])
-    run_day()
+    run_day(upto=["infra/capacity_daily", "core/capacity_windows"])
 
     cap = by_deployment(home, "capacity_daily")
     m70 = cap["m70-h100"]
@@ -282,7 +282,7 @@ def test_task_attainment_beside_attainment_to_the_mean_steps(home: Path) -> None
         # 4 compliant requests outside any session.
         *[request(f"n{k}", output_tokens=50, received_at=at(t10 + (9 + k) * minute)) for k in range(4)],
     ])
-    run_day()
+    run_day(upto=["infra/capacity_daily"])
     m70 = by_deployment(home, "capacity_daily")["m70-h100"]
 
     # Effective: 3 + 3 + 2 + 0 + 4 = 12, compliant 11: the model attains 11/12 over the day.
@@ -322,7 +322,7 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
         *[request(f"p{k}", received_at=at(t10 + k * five_s), e2e_ms=1000.0 if k % 2 else 2000.0) for k in range(60)],
         *[request(f"q{k}", received_at=at(T0 + timedelta(hours=3, minutes=k))) for k in range(10)],
     ])
-    run_day()
+    run_day(upto=["infra/capacity_plan_daily", "infra/load_hourly"])
     plan = by_deployment(home, "capacity_plan_daily")["m70-h100"]
 
     # Busiest 5 minutes [10:00, 10:05): 60 requests = 0.2 req/s. Mean E2E (30 x 1 + 30 x 2 + 10 x 1.5) / 70 = 1.5 s;
@@ -436,13 +436,13 @@ def test_a_load_test_of_an_earlier_day_and_configuration_carries_over_until_an_e
         request(f"p{k}", received_at=at(T0 + timedelta(hours=10, seconds=5 * k))) for k in range(60)])
 
     # 2026-11-17 alone: the run started on 2026-11-16, whose core.loadtest_steps was never materialized.
-    result = materialize(DAY)
+    result = materialize(DAY, upto=["infra/capacity_daily"])  # infra/capacity_daily's step raises it
     assert not result.success
     assert ("load-test run hand" in failure_text(result)
             and "started on 2026-11-16 but core.loadtest_steps has no rows for it" in failure_text(result))
 
     run_day("2026-11-16", selection=["core/deployments_daily", "core/loadtest_steps"])
-    run_day()
+    run_day(upto=["infra/capacity_daily"])
     m70 = by_deployment(home, "capacity_daily")["m70-h100"]
     # Same GPU type, GPUs per replica, TP, PP and quantization at 24 GPUs as at 16: goodput per GPU carries over.
     assert (m70["capacity_source"], m70["capacity_verified"], m70["loadtest_run_id"]) == ("loadtest", True, "hand")
