@@ -7,6 +7,7 @@ days can run in parallel; the warehouse only holds views (see `tokenledger.wareh
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -54,6 +55,9 @@ def close_shared_database() -> None:
         db.close()
     if spill is not None:
         shutil.rmtree(spill, ignore_errors=True)
+
+
+atexit.register(close_shared_database)
 
 
 @contextmanager
