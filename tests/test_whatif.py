@@ -176,6 +176,20 @@ def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tok
     return total
 
 
+def test_the_wavelet_matrix_finds_the_kth_smallest_of_every_suffix() -> None:
+    import numpy as np
+
+    from tokenledger.lru import kth_smallest_of_suffixes
+
+    rng = np.random.default_rng(8)
+    for n in (1, 2, 7, 64, 1000):
+        values = rng.permutation(3 * n)[:n]  # distinct, with gaps
+        starts = rng.integers(0, n, 300)
+        ranks = np.array([int(rng.integers(0, n - s)) for s in starts])
+        expected = [int(np.sort(values[s:])[k]) for s, k in zip(starts, ranks, strict=True)]
+        assert kth_smallest_of_suffixes(values, starts, ranks).tolist() == expected
+
+
 def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
     import numpy as np
 
@@ -199,10 +213,18 @@ def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
             chunk = [(i, h, requests[i][1]) for i in range(start, end) for h in reversed(requests[i][0])]
             seq, hashes, tokens = (np.array(c, dtype=np.int64) for c in zip(*chunk, strict=True)) if chunk else (
                 np.empty(0, dtype=np.int64),) * 3
-            counted = cached_tokens(seq, replay_chunk(cache, seq, hashes), tokens, np.full(len(seq), 4), sizes)
+            counted = cached_tokens(seq, replay_chunk(cache, seq, hashes, sizes), tokens, np.full(len(seq), 4), sizes)
             got = {s: got[s] + counted[s] for s in sizes}
             start = end
         assert got == {s: _lru_by_the_book(requests, s, 4) for s in sizes}, requests
+        alone = int(rng.choice(sizes))
+        cache, total = LruCache(alone), 0
+        chunk = [(i, h, requests[i][1]) for i in range(len(requests)) for h in reversed(requests[i][0])]
+        if chunk:
+            seq, hashes, tokens = (np.array(c, dtype=np.int64) for c in zip(*chunk, strict=True))
+            total = cached_tokens(seq, replay_chunk(cache, seq, hashes, [alone]), tokens, np.full(len(seq), 4),
+                                  [alone])[alone]
+        assert total == got[alone], (alone, requests)
 
 
 # --- a tiny day through Dagster ------------------------------------------------------------------------------------

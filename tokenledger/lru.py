@@ -6,14 +6,18 @@ a prompt's first blocks are the most recently used: the cache evicts a prefix's 
 (which frees a request's blocks tail first) and SGLang (whose radix tree evicts leaves) do, and never holds a
 block without the blocks before it.
 
-LRU is a stack algorithm: a block is in a cache of C blocks iff fewer than C other distinct blocks were touched
-since it was last touched (its stack distance). So one pass gives every cache size at once: each access's
-distance at its request's arrival, capped at the largest size asked, is computed for a chunk of accesses at a
-time, and the state carried between chunks is the recency order of the largest cache (at most C blocks).
+LRU is a stack algorithm: when a request arrives at instant s, the cache of C blocks holds the C blocks touched
+most recently, so a block is in it iff its last touch is at or after B_C(s), the last touch of the C-th most
+recently touched block (none when fewer than C blocks were touched). So every cache size asked is answered by
+one number per request and size, whatever the request's length, and one pass over the accesses answers all of
+them. The accesses are replayed a chunk of whole requests at a time; the state carried from one chunk to the next
+is the recency order of the largest cache (at most C blocks), replayed as the chunk's first touches.
 
-Within a chunk, counting the distinct blocks touched between two instants is a dominance count (how many
-earlier positions hold a value above a threshold), done for all accesses at once with a merge-sort tree:
-O(n log n) numpy work per chunk, nothing per access in Python.
+Within a chunk, the last touches before s are the accesses j < s whose block is not touched again before s
+(next[j] >= s): ordered by next, they are a suffix of that order, and B_C(s) is the C-th largest of those before
+s, a k-th-smallest query over a suffix. A wavelet matrix over the positions answers all the chunk's queries
+together, one bit of the answer per pass over the chunk: O(n log n) numpy work per chunk, nothing per access in
+Python.
 """
 
 from __future__ import annotations
@@ -26,35 +30,6 @@ import numpy as np
 CHUNK_ACCESSES = 1 << 20
 
 
-def prefix_count_greater(values: np.ndarray, ends: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """For each query q: how many of values[0:ends[q]] are greater than thresholds[q].
-
-    `values` and `thresholds` are integers of at least -1; the prefix [0, end) is cut into at most log2(n)
-    aligned blocks of sizes 2^L, and each block's count is a binary search in that level's block-sorted copy
-    of `values`."""
-    n = len(values)
-    counts = np.zeros(len(ends), dtype=np.int64)
-    if n == 0 or len(ends) == 0:
-        return counts
-    width = int(max(values.max(), thresholds.max())) + 3  # keys of one block never reach the next block's
-    shifted = values.astype(np.int64) + 1
-    index = np.arange(n, dtype=np.int64)
-    level = 0
-    while (1 << level) <= n:
-        chosen = np.flatnonzero((ends >> level) & 1)
-        if len(chosen):
-            keys = np.sort((index >> level) * width + shifted)
-            block = (ends[chosen] >> level) - 1
-            needles = block * width + thresholds[chosen] + 1
-            # Searched in sorted order: each search starts where the last ended, in memory already read.
-            by_needle = np.argsort(needles)
-            below = np.empty(len(needles), dtype=np.int64)
-            below[by_needle] = np.searchsorted(keys, needles[by_needle], side="right")
-            counts[chosen] += (block + 1) * (1 << level) - below
-        level += 1
-    return counts
-
-
 @dataclass
 class LruCache:
     """The recency order of one cache's blocks (most recent first), at most `capacity` of them."""
@@ -63,70 +38,92 @@ class LruCache:
     blocks: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
-def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    """Replay one chunk of whole requests through `cache` (updated in place).
+def kth_smallest_of_suffixes(values: np.ndarray, starts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """For each query q: the ranks[q]-th smallest (0-based) of values[starts[q]:], which must exist.
+
+    `values` are distinct non-negative integers below 2^31. A wavelet matrix, built one bit at a time from the
+    highest, with the queries descending it as it is built (they are all known), so no level is kept."""
+    n = len(values)
+    answer = np.zeros(len(starts), dtype=np.int64)
+    if n == 0 or len(starts) == 0:
+        return answer
+    current = values.astype(np.uint32)
+    low, high, rank = starts.astype(np.int64), np.full(len(starts), n, dtype=np.int64), ranks.astype(np.int64)
+    zeros = np.zeros(n + 1, dtype=np.int64)  # zeros[i]: how many of current[:i] have a 0 at this bit
+    for bit in range(int(values.max()).bit_length() - 1, -1, -1):
+        bits = ((current >> bit) & 1).astype(np.uint8)
+        np.cumsum(bits ^ 1, out=zeros[1:])
+        z_low, z_high = zeros[low], zeros[high]
+        in_zeros = z_high - z_low
+        left = rank < in_zeros  # the answer has a 0 here: it is among this range's zeros
+        rank = np.where(left, rank, rank - in_zeros)
+        low = np.where(left, z_low, zeros[n] + low - z_low)
+        high = np.where(left, z_high, zeros[n] + high - z_high)
+        answer |= np.where(left, 0, 1 << bit)
+        current = current[np.argsort(bits, kind="stable")]  # zeros first, each side in order (a radix pass)
+    return answer
+
+
+def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray, sizes: Iterable[int]) -> np.ndarray:
+    """Replay one chunk of whole requests through `cache` (updated in place) for each cache size in `sizes` (in
+    blocks, none above cache.capacity).
 
     `requests` numbers the request of each access (non-decreasing) and `hashes` are its blocks, each request's
-    last to first. Returns, per access, the smallest cache size (in blocks) at which the block is part of its
-    request's cached prefix when the request arrives: capacity + 1 for "at no size up to capacity".
+    last to first. Returns, per access, the smallest of `sizes` at which the block is in the cache when its
+    request arrives: capacity + 1 for "at none of them".
     """
-    n = len(hashes)
-    miss = cache.capacity + 1
+    sizes_asked = np.array(sorted({int(s) for s in sizes}), dtype=np.int64)
+    n, miss = len(hashes), cache.capacity + 1
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    position = np.arange(n, dtype=np.int64)
+    if len(sizes_asked) == 0 or sizes_asked[-1] > cache.capacity or sizes_asked[0] < 1:
+        raise ValueError(f"cache sizes {sizes_asked.tolist()} must be between 1 and {cache.capacity} blocks")
+    # The carried recency order as the chunk's first touches, least recent first: one sequence of m + n touches.
+    m = len(cache.blocks)
+    total = m + n
+    touches = np.concatenate([cache.blocks[::-1], hashes])
     new_request = np.r_[True, requests[1:] != requests[:-1]]
-    starts = np.flatnonzero(new_request)
-    start = starts[np.cumsum(new_request) - 1]  # each access's request arrival: the request's first access
-    blocks, block = np.unique(hashes, return_inverse=True)
+    arrivals = np.flatnonzero(new_request) + m  # each request's first touch
+    request_of = np.cumsum(new_request) - 1
+    start = arrivals[request_of]
 
-    # Accesses grouped by block in time order: the next access of each, and the last one before a request arrived.
-    order = np.lexsort((position, block))
-    same = block[order[1:]] == block[order[:-1]]
-    following = np.full(n, n, dtype=np.int64)
-    following[order[:-1][same]] = order[1:][same]
-    keys = block[order].astype(np.int64) * (n + 1) + order
-    before = np.searchsorted(keys, block.astype(np.int64) * (n + 1) + start) - 1
-    previous = np.where(before >= 0, order[np.maximum(before, 0)], -1)
-    previous = np.where((before >= 0) & (block[np.maximum(previous, 0)] == block), previous, -1)
+    # The touches of each block in time order: each touch's previous and next touch of the same block.
+    order = np.argsort(touches, kind="stable")
+    same = touches[order[1:]] == touches[order[:-1]]
+    before = np.full(total, -1, dtype=np.int64)
+    before[order[1:][same]] = order[:-1][same]
+    after = np.full(total, total, dtype=np.int64)
+    after[order[:-1][same]] = order[1:][same]
+    # The last touch before the request arrived: the previous one, skipping the request's own earlier touches.
+    last = before[m:].copy()
+    while (inside := np.flatnonzero(last >= start)).size:
+        last[inside] = before[last[inside]]
 
-    # Distinct blocks touched in [0, s): one per block first touched before s.
-    first = np.zeros(n, dtype=bool)
-    first[order[np.r_[True, ~same]]] = True
-    distinct_before = np.r_[0, np.cumsum(first)]
+    # B_C(s) per request and size: the (live - C)-th smallest of the positions j < s with after[j] >= s, where
+    # live is the number of blocks touched before s. Positions ordered by `after` (each touch has at most one
+    # previous touch, so a slot per value of `after`; never touched again last): those with after[j] >= s are a
+    # suffix, from the count of `after` values below s.
+    again = after < total
+    slot = np.full(total, -1, dtype=np.int64)
+    slot[after[again]] = np.flatnonzero(again)
+    filled = slot >= 0
+    by_after = np.concatenate([slot[filled], np.flatnonzero(~again)])
+    after_below = np.r_[0, np.cumsum(filled)]
+    live = np.r_[0, np.cumsum(before < 0)][arrivals]  # blocks touched before each arrival
+    rank = live[:, None] - sizes_asked[None, :]
+    full = rank >= 0  # fewer blocks than C touched: every block touched is still cached
+    boundary = np.full(rank.shape, -1, dtype=np.int64)
+    boundary[full] = kth_smallest_of_suffixes(
+        by_after, np.broadcast_to(after_below[arrivals][:, None], rank.shape)[full], rank[full])
 
-    distance = np.full(n, miss, dtype=np.int64)
-    # Touched earlier in the chunk: the distinct blocks touched after it and before the request arrived.
-    inside = np.flatnonzero(previous >= 0)
-    if len(inside):
-        later = prefix_count_greater(following, previous[inside] + 1, start[inside] - 1)
-        distance[inside] = distinct_before[start[inside]] - later
-    # Not touched in the chunk before the request: its rank in the carried cache, plus the blocks first touched
-    # in the chunk before the request that were older than it (or absent).
-    rank = _ranks(cache.blocks, blocks)
-    outside = np.flatnonzero((previous < 0) & (rank[block] >= 0))
-    if len(outside):
-        firsts = block[first]  # the chunk's blocks in the order of their first touch
-        first_rank = np.where(rank[firsts] >= 0, rank[firsts], miss)
-        r = rank[block[outside]]
-        distance[outside] = r + prefix_count_greater(first_rank, distinct_before[start[outside]], r)
-    smallest = np.minimum(distance + 1, miss)
+    smallest = np.full(n, miss, dtype=np.int64)
+    for i in range(len(sizes_asked) - 1, -1, -1):
+        smallest[(last >= 0) & (last >= boundary[request_of, i])] = sizes_asked[i]
 
-    # The carried state: the chunk's blocks by their last touch, then the old blocks it did not touch.
-    last_touch = order[np.r_[~same, True]]  # per block (in `blocks` order): its group's last access
-    touched = blocks[np.argsort(-last_touch, kind="stable")]
-    kept = cache.blocks[~np.isin(cache.blocks, blocks)]
-    cache.blocks = np.concatenate([touched, kept])[:cache.capacity]
+    # The carried state: the blocks by their last touch, most recent first, as many as the largest cache holds.
+    final = order[np.r_[~same, True]]
+    cache.blocks = touches[np.sort(final)[::-1][:cache.capacity]]
     return smallest
-
-
-def _ranks(carried: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    """The recency rank (0 = most recent) in `carried` of each of `blocks`, -1 when it is not there."""
-    if len(carried) == 0:
-        return np.full(len(blocks), -1, dtype=np.int64)
-    order = np.argsort(carried, kind="stable")
-    at = np.minimum(np.searchsorted(carried[order], blocks), len(carried) - 1)
-    return np.where(carried[order][at] == blocks, order[at], -1)
 
 
 def cached_tokens(requests: np.ndarray, smallest: np.ndarray, input_tokens: np.ndarray, block_tokens: np.ndarray,

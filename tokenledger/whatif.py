@@ -90,10 +90,9 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
             unit_id, cache_part = int(part["unit_id"][run[0]]), int(part["cache_part"][run[0]])
             if stream != (unit_id, cache_part):
                 stream, cache = (unit_id, cache_part), LruCache(max(sizes[unit_id]))
-            seq = part["seq"][run]
-            smallest = replay_chunk(cache, seq, part["hash"][run])
-            counted = cached_tokens(seq, smallest, part["input_tokens"][run], part["kv_block_tokens"][run],
-                                    sorted(sizes[unit_id]))
+            seq, asked = part["seq"][run], sorted(sizes[unit_id])
+            smallest = replay_chunk(cache, seq, part["hash"][run], asked)
+            counted = cached_tokens(seq, smallest, part["input_tokens"][run], part["kv_block_tokens"][run], asked)
             for size, tokens in counted.items():
                 totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
 
