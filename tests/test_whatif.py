@@ -313,3 +313,35 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
                                         "0.002 GB has no size in blocks")
     # published with the day, in the warehouse's and finance's reach
     assert (home / "exports" / "infra" / "cache_whatif_daily" / "day=2026-11-16" / "data.parquet").is_file()
+
+
+def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_computes_it() -> None:
+    """sql/whatif_day_requests.sql takes md5 mod replicas from md5's two 64-bit halves; it must be the 128-bit
+    number's remainder (Python: int.from_bytes(md5(key), 'little') % replicas), and 0 when nothing is per replica."""
+    import hashlib
+
+    import duckdb
+
+    from tokenledger.duck import statement
+
+    con = duckdb.connect()
+    keys = [f"req-{i}" for i in range(400)] + ["", "ü-session", "s" * 300]
+    con.execute("CREATE TABLE day_requests AS SELECT unnest($k) AS request_id, unnest($k) || '/s' AS session_id, "
+                "'d' || (row_number() OVER () % 6) AS deployment_id, TIMESTAMPTZ '2026-11-16 00:00:00+00' "
+                "AS received_at, 1 AS input_tokens, 0 AS cached_input_tokens, 1 AS output_tokens, 'ok' AS status, "
+                "[1]::BIGINT[] AS prefix_block_hashes", {"k": keys})
+    replicas = {"d0": 2, "d1": 3, "d2": 7, "d3": 1000, "d4": 4294967295, "d5": 1}
+    con.execute("CREATE TABLE whatif_units AS SELECT unnest($u) AS unit, 1 AS unit_id, 16 AS kv_block_tokens, "
+                "unnest($r) AS replicas", {"u": list(replicas), "r": list(replicas.values())})
+    for per_replica in (True, False):
+        con.execute("CREATE OR REPLACE TABLE cfg_whatif_scenario AS SELECT $s AS scope",
+                    {"s": "per_replica" if per_replica else "shared"})
+        query = statement("whatif_day_requests")
+        rows = con.execute(f"SELECT unit, request_id, replica_affine, replica_random FROM ({query})").fetchall()
+        assert len(rows) == len(keys)
+
+        def md5_mod(key: str, m: int, per_replica: bool = per_replica) -> int:
+            return int.from_bytes(hashlib.md5(key.encode()).digest(), "little") % m if per_replica else 0
+
+        assert [(r[2], r[3]) for r in rows] == [(md5_mod(r[1] + "/s", replicas[r[0]]), md5_mod(r[1], replicas[r[0]]))
+                                                for r in rows]
