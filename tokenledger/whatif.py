@@ -4,7 +4,7 @@ size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Pr
 A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
 unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
 scenario, cached_tokens). The infinite cache is a set computation in DuckDB (sql/whatif_infinite.sql); an LRU
-cache is replayed by tokenledger/lru.py over the block accesses streamed from DuckDB in arrival order, a chunk
+cache is replayed by tokenledger/lru.py over the requests' block accesses, streamed from DuckDB in arrival order a chunk
 at a time, one pass per scope and routing for every size at once. Nothing holds a day's requests in memory.
 """
 
@@ -31,7 +31,6 @@ from tokenledger.readers import check_some_records, jsonl_lines, read_error
 TRACES = ("infra", "cache_whatif_traces")
 TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
 _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in a trace is skipped, not an error
-_STREAM = ("unit_id", "cache_part", "seq", "hash", "input_tokens", "kv_block_tokens")
 
 
 def replay(con: duckdb.DuckDBPyConnection, chunk_accesses: int = CHUNK_ACCESSES) -> int:
@@ -72,20 +71,21 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                 chunk_accesses: int) -> dict[tuple[int, int], int]:
     """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass.
 
-    The accesses arrive ordered by cache, then arrival; each chunk ends on a request boundary, and a cache's
-    recency order (at most its largest size) is carried from one chunk to the next."""
+    The requests arrive ordered by cache, then arrival, and are replayed in chunks of whole requests of at least
+    `chunk_accesses` block accesses; a cache's recency order (at most its largest size) is carried from one chunk
+    to the next."""
     totals: dict[tuple[int, int], int] = {}
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
-    text = statement("whatif_accesses")
+    text = statement("whatif_lru_requests")
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
-    reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(chunk_accesses)
-    pending: dict[str, np.ndarray] | None = None
+    reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
     stream: tuple[int, int] | None = None
     cache: LruCache | None = None
 
-    def flush(part: dict[str, np.ndarray]) -> None:
+    def flush(batches: list[pa.RecordBatch]) -> None:
         nonlocal stream, cache
-        key = part["unit_id"].astype(np.int64) << 32 | part["cache_part"].astype(np.int64)
+        part = _accesses(batches)
+        key = part["unit_id"] << 32 | part["cache_part"]
         for run in np.split(np.arange(len(key)), np.flatnonzero(key[1:] != key[:-1]) + 1):
             unit_id, cache_part = int(part["unit_id"][run[0]]), int(part["cache_part"][run[0]])
             if stream != (unit_id, cache_part):
@@ -96,22 +96,35 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
             for size, tokens in counted.items():
                 totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
 
+    pending: list[pa.RecordBatch] = []
+    pending_accesses = 0
     for batch in reader:
-        arrays = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _STREAM}
-        pending = arrays if pending is None else {k: np.concatenate([pending[k], arrays[k]]) for k in _STREAM}
-        if len(pending["seq"]) < chunk_accesses:
-            continue
-        # Cut after the last complete request: the rows of the request still arriving wait for the next batch.
-        last = len(pending["seq"]) - 1
-        same = ((pending["seq"] == pending["seq"][last]) & (pending["unit_id"] == pending["unit_id"][last])
-                & (pending["cache_part"] == pending["cache_part"][last]))
-        cut = int(np.flatnonzero(~same)[-1]) + 1 if (~same).any() else 0
-        if cut:
-            flush({k: v[:cut] for k, v in pending.items()})
-            pending = {k: v[cut:] for k, v in pending.items()}
-    if pending is not None and len(pending["seq"]):
+        pending.append(batch)
+        pending_accesses += len(batch.column("hashes").flatten())
+        if pending_accesses >= chunk_accesses:
+            flush(pending)
+            pending, pending_accesses = [], 0
+    if pending:
         flush(pending)
     return totals
+
+
+def _accesses(batches: list[pa.RecordBatch]) -> dict[str, np.ndarray]:
+    """The block accesses of whole requests (rows of sql/whatif_lru_requests.sql): one per block, each request's
+    blocks last to first, with the request's columns repeated."""
+    table = pa.Table.from_batches(batches).combine_chunks()
+    hashes = table.column("hashes").chunk(0) if table.num_rows else pa.array([], pa.list_(pa.int64()))
+    offsets = hashes.offsets.to_numpy().astype(np.int64)
+    values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets, values = offsets - offsets[0], values[offsets[0]:offsets[-1]]
+    lengths = np.diff(offsets)
+    request_of = np.repeat(np.arange(len(lengths)), lengths)
+    # the i-th access of request r reads block len - 1 - i of it: offsets[r] + offsets[r + 1] - 1 - access
+    reversed_index = offsets[request_of] + offsets[request_of + 1] - 1 - np.arange(len(values), dtype=np.int64)
+    out = {"hash": values[reversed_index]}
+    for name in ("unit_id", "cache_part", "seq", "input_tokens", "kv_block_tokens"):
+        out[name] = np.repeat(table.column(name).to_numpy().astype(np.int64), lengths)
+    return out
 
 
 # --- a day -----------------------------------------------------------------------------------------------------
