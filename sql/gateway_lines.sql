@@ -13,7 +13,10 @@ SELECT
         WHEN text = '' OR (left(text, 1) IN (' ', chr(9), chr(13), chr(10))
                            AND ltrim(text, ' ' || chr(9) || chr(13) || chr(10)) = '') THEN 'empty line: no record'
         WHEN NOT json_valid(text) THEN 'line is not valid JSON'
-        WHEN json_type(text) <> 'OBJECT' THEN format('line is a JSON {}, not an object',
+        -- Valid JSON is an object iff its first non-whitespace character is '{': a test of one character instead
+        -- of a second parse of every line; the JSON type is looked up only for the lines that are not objects.
+        WHEN left(text, 1) <> '{' AND left(ltrim(text, ' ' || chr(9) || chr(13) || chr(10)), 1) <> '{'
+        THEN format('line is a JSON {}, not an object',
             CASE json_type(text) WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
                                  WHEN 'NULL' THEN 'null' ELSE 'number' END)
     END AS line_problem,

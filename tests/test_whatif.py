@@ -31,7 +31,19 @@ def test_block_hashes_are_read_exactly_or_quarantined_with_the_rule(tmp_path: Pa
         request("beyond", prefix_block_hashes=[2**63]),
         request("largest", prefix_block_hashes=[2**63 - 1]),
     ]
-    got = _staged(tmp_path, write_jsonl(tmp_path / "a.jsonl", records), "jsonl")
+    # JSON Python does not write: an exponent, spacing, and elements from_json would turn into numbers or NULLs
+    written = {"exponent": "[1E3]", "spaced": "[ 3 ,\t4 ]", "boolean": "[true]", "null": "[1,null]",
+               "nested": "[[1],[2]]", "object": '[{"k":1}]', "string": '["12"]'}
+    records += [request(name, prefix_block_hashes=f"@{name}@") for name in written]
+    path = write_jsonl(tmp_path / "a.jsonl", records)
+    text = path.read_text()
+    for name, array in written.items():
+        text = text.replace(f'"@{name}@"', array)
+    path.write_text(text)
+    got = _staged(tmp_path, path, "jsonl")
+    assert got["spaced"] == ([3, 4], None)
+    for name in ("exponent", "boolean", "null", "nested", "object", "string"):
+        assert got[name][0] is None and "is not a JSON array of integers" in got[name][1], (name, got[name])
     assert got["plain"] == ([7, 8, -9], None)
     assert got["none"] == (None, None)
     assert got["empty"] == ([], None)
