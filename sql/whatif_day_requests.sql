@@ -3,10 +3,8 @@
 -- within the deployment, ties broken by request_id, so a replay is the same on every run. replica_affine and
 -- replica_random are the replica a request meets under each routing: a hash of its session_id (of its request_id
 -- when it has none) or of its request_id, modulo the deployment's replicas; md5 so that any tool can repeat it.
--- md5_number(k) mod m is taken from its two 64-bit halves, md5_number(k) = md5_number_lower(k) * 2^64 +
--- md5_number_upper(k) (DuckDB names the halves by the digest's byte order), as ((lower mod m) * (2^64 mod m) +
--- upper mod m) mod m: the same number, about twice as fast as a 128-bit modulo. Computed only when a scenario of
--- config/whatif.yaml is per replica and the deployment has more than one (else 0): it is read nowhere else.
+-- (sql/md5_mod.sql), computed only when a scenario of config/whatif.yaml is per replica and the deployment has
+-- more than one (else 0): it is read nowhere else.
 SELECT
     u.unit,
     u.unit_id,
@@ -16,14 +14,10 @@ SELECT
     r.cached_input_tokens,
     r.output_tokens,
     u.kv_block_tokens,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE ((md5_number_lower(coalesce(r.session_id, r.request_id))
-        % u.replicas::UBIGINT) * ((18446744073709551615 % u.replicas::UBIGINT + 1) % u.replicas::UBIGINT)
-        + md5_number_upper(coalesce(r.session_id, r.request_id)) % u.replicas::UBIGINT) % u.replicas::UBIGINT
-    END::INTEGER AS replica_affine,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE ((md5_number_lower(r.request_id) % u.replicas::UBIGINT)
-        * ((18446744073709551615 % u.replicas::UBIGINT + 1) % u.replicas::UBIGINT)
-        + md5_number_upper(r.request_id) % u.replicas::UBIGINT) % u.replicas::UBIGINT
-    END::INTEGER AS replica_random,
+    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0
+         ELSE md5_mod(coalesce(r.session_id, r.request_id), u.replicas) END::INTEGER AS replica_affine,
+    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE md5_mod(r.request_id, u.replicas) END::INTEGER
+        AS replica_random,
     r.prefix_block_hashes AS hashes
 FROM day_requests AS r
 JOIN whatif_units AS u ON u.unit = r.deployment_id

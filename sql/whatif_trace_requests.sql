@@ -13,14 +13,10 @@ SELECT
     NULL::BIGINT AS cached_input_tokens,
     t.output_length AS output_tokens,
     u.kv_block_tokens,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE ((md5_number_lower(coalesce(t.session_id, t.line_id))
-        % u.replicas::UBIGINT) * ((18446744073709551615 % u.replicas::UBIGINT + 1) % u.replicas::UBIGINT)
-        + md5_number_upper(coalesce(t.session_id, t.line_id)) % u.replicas::UBIGINT) % u.replicas::UBIGINT
-    END::INTEGER AS replica_affine,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE ((md5_number_lower(t.line_id) % u.replicas::UBIGINT)
-        * ((18446744073709551615 % u.replicas::UBIGINT + 1) % u.replicas::UBIGINT)
-        + md5_number_upper(t.line_id) % u.replicas::UBIGINT) % u.replicas::UBIGINT
-    END::INTEGER AS replica_random,
+    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0
+         ELSE md5_mod(coalesce(t.session_id, t.line_id), u.replicas) END::INTEGER AS replica_affine,
+    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE md5_mod(t.line_id, u.replicas) END::INTEGER
+        AS replica_random,
     t.hash_ids AS hashes
 FROM t
 JOIN whatif_units AS u ON u.unit = t.trace

@@ -328,13 +328,13 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
 
 
 def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_computes_it() -> None:
-    """sql/whatif_day_requests.sql takes md5 mod replicas from md5's two 64-bit halves; it must be the 128-bit
+    """sql/md5_mod.sql takes md5 mod replicas from md5's two 64-bit halves; it must be the 128-bit
     number's remainder (Python: int.from_bytes(md5(key), 'little') % replicas), and 0 when nothing is per replica."""
     import hashlib
 
     import duckdb
 
-    from tokenledger.duck import statement
+    from tokenledger.duck import run_sql, statement
 
     con = duckdb.connect()
     keys = [f"req-{i}" for i in range(400)] + ["", "ü-session", "s" * 300]
@@ -345,6 +345,7 @@ def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_compute
     replicas = {"d0": 2, "d1": 3, "d2": 7, "d3": 1000, "d4": 4294967295, "d5": 1}
     con.execute("CREATE TABLE whatif_units AS SELECT unnest($u) AS unit, 1 AS unit_id, 16 AS kv_block_tokens, "
                 "unnest($r) AS replicas", {"u": list(replicas), "r": list(replicas.values())})
+    run_sql(con, "md5_mod")
     for per_replica in (True, False):
         con.execute("CREATE OR REPLACE TABLE cfg_whatif_scenario AS SELECT $s AS scope",
                     {"s": "per_replica" if per_replica else "shared"})

@@ -140,6 +140,7 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: in
 def _replay_requests(con: duckdb.DuckDBPyConnection, requests_sql: str, scratch: Path, chunk_accesses: int) -> int:
     requests = scratch / f"{requests_sql}.parquet"
     scratch.mkdir(parents=True, exist_ok=True)
+    run_sql(con, "md5_mod")  # the replica of a routing key, used by requests_sql
     replayed = lake.write_query(con, statement(requests_sql), requests)
     con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet({sql_path(requests)})")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
