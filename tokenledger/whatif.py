@@ -4,8 +4,9 @@ size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Pr
 A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
 unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
 scenario, cached_tokens). The infinite cache is a set computation in DuckDB (sql/whatif_infinite.sql); an LRU
-cache is replayed by tokenledger/lru.py over the requests' block accesses, streamed from DuckDB in arrival order a chunk
-at a time, one pass per scope and routing for every size at once. Nothing holds a day's requests in memory.
+cache is replayed by tokenledger/lru.py over the requests' block accesses, the requests streamed from DuckDB in
+arrival order a chunk at a time, one pass per scope and routing for every size at once. Nothing holds a day's
+requests in memory.
 """
 
 from __future__ import annotations
