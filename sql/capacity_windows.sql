@@ -79,7 +79,6 @@ window_gpus AS (
     JOIN configuration AS c ON c.deployment_id = w.deployment_id
     GROUP BY w.deployment_id, w.window_index, w.window_start, w.window_end
 ),
--- requests_judged has no received_at: each request is placed by its row in day_requests (request_id is unique).
 requests AS (
     SELECT
         j.deployment_id,
@@ -92,12 +91,11 @@ requests AS (
         j.itl_max_ms,
         j.tpot_ms,
         j.output_tokens,
-        epoch_us(r.received_at) - epoch_us($day_start::TIMESTAMPTZ) AS offset_us,
+        epoch_us(j.received_at) - epoch_us($day_start::TIMESTAMPTZ) AS offset_us,
         p.window_us,
         p.step_us,
         p.last_window
     FROM requests_judged AS j
-    JOIN day_requests AS r ON r.request_id = j.request_id
     JOIN policy AS p ON p.model = j.model
 ),
 -- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at

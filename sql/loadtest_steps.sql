@@ -66,12 +66,10 @@ windows AS (
         CROSS JOIN run
     )
 ),
--- requests_judged has no received_at: each request is placed by its row in day_requests (request_id is unique).
 in_window AS (
-    SELECT w.step_index, w.window_index, r.received_at, j.*
+    SELECT w.step_index, w.window_index, j.*
     FROM windows AS w
-    JOIN day_requests AS r ON r.received_at >= w.window_start AND r.received_at < w.window_end
-    JOIN requests_judged AS j ON j.request_id = r.request_id
+    JOIN requests_judged AS j ON j.received_at >= w.window_start AND j.received_at < w.window_end
 ),
 window_stats AS (
     SELECT

@@ -8,6 +8,7 @@ SELECT
     r.day,
     hour(timezone('UTC', r.received_at))::INTEGER AS hour,
     r.request_id,
+    r.received_at,
     r.model,
     r.deployment_id,
     r.tenant_id,
