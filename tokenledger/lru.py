@@ -124,7 +124,7 @@ def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray, size
     after_below = np.r_[0, np.cumsum(filled)]
     live = np.r_[0, np.cumsum(before < 0)][arrivals]  # blocks touched before each arrival
     rank = live[:, None] - sizes_asked[None, :]
-    full = rank >= 0  # fewer blocks than C touched: every block touched is still cached
+    full = rank >= 0  # at least C blocks touched; else every block touched is still cached (boundary -1)
     boundary = np.full(rank.shape, -1, dtype=np.int64)
     boundary[full] = kth_smallest_of_suffixes(
         by_after, np.broadcast_to(after_below[arrivals][:, None], rank.shape)[full], rank[full])
