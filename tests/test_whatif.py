@@ -202,6 +202,26 @@ def test_the_wavelet_matrix_finds_the_kth_smallest_of_every_suffix() -> None:
         assert kth_smallest_of_suffixes(values, starts, ranks).tolist() == expected
 
 
+def test_the_carried_recency_order_is_the_most_recent_distinct_blocks() -> None:
+    import numpy as np
+
+    from tokenledger.lru import most_recent
+
+    def by_hand(touches: list[int], capacity: int) -> list[int]:
+        order: list[int] = []
+        for block in reversed(touches):
+            if block not in order:
+                order.append(block)
+        return order[:capacity]
+
+    rng = np.random.default_rng(4)
+    cases = [([], 3), ([5], 1), ([1, 2, 1, 2, 1, 2, 1, 2, 3], 3), ([7] * 50 + [8], 2), ([1, 2, 3, 4], 10)]
+    # a tail of twice the capacity with too few distinct blocks makes the search read further back
+    cases += [([int(h) for h in rng.integers(0, k, n)], c) for n, k, c in ((200, 5, 4), (500, 40, 30), (64, 64, 8))]
+    for touches, capacity in cases:
+        assert most_recent(np.array(touches, dtype=np.int64), capacity).tolist() == by_hand(touches, capacity)
+
+
 def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
     import numpy as np
 

@@ -11,7 +11,9 @@ most recently, so a block is in it iff its last touch is at or after B_C(s), the
 recently touched block (none when fewer than C blocks were touched). So every cache size asked is answered by
 one number per request and size, whatever the request's length, and one pass over the accesses answers all of
 them. The accesses are replayed a chunk of whole requests at a time; the state carried from one chunk to the next
-is the recency order of the largest cache (at most C blocks), replayed as the chunk's first touches.
+is the recency order of the largest cache (at most C blocks), replayed as the chunk's first touches. It
+needs only the chunk's last touches (`advance`), so the next chunk can start while this one is answered
+(`answer`): tokenledger/whatif.py answers chunks on several threads.
 
 Within a chunk, the last touches before s are the accesses j < s whose block is not touched again before s
 (next[j] >= s): ordered by next, they are a suffix of that order, and B_C(s) is the C-th largest of those before
@@ -84,17 +86,67 @@ def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray, size
     `requests` numbers the request of each access (non-decreasing) and `hashes` are its blocks, each request's
     last to first. Returns, per access, the smallest of `sizes` at which the block is in the cache when its
     request arrives: capacity + 1 for "at none of them".
+
+    The same as `answer(advance(cache, requests, hashes), sizes)`: `advance` carries the cache to the chunk's end
+    (cheap), `answer` does the rest, so a caller may answer chunks in parallel while it advances the next.
     """
+    if len(hashes) == 0:
+        return np.empty(0, dtype=np.int64)
+    _check_sizes(sizes, cache.capacity)
+    return answer(advance(cache, requests, hashes), sizes)
+
+
+@dataclass
+class Chunk:
+    """A chunk's touches in time order: the carried recency order (least recent first, `carried` of them), then
+    the chunk's accesses, numbered by request (`requests`)."""
+
+    capacity: int
+    carried: int
+    requests: np.ndarray
+    touches: np.ndarray
+
+
+def _check_sizes(sizes: Iterable[int], capacity: int) -> np.ndarray:
     sizes_asked = np.array(sorted({int(s) for s in sizes}), dtype=np.int64)
-    n, miss = len(hashes), cache.capacity + 1
+    if len(sizes_asked) == 0 or sizes_asked[-1] > capacity or sizes_asked[0] < 1:
+        raise ValueError(f"cache sizes {sizes_asked.tolist()} must be between 1 and {capacity} blocks")
+    return sizes_asked
+
+
+def most_recent(touches: np.ndarray, capacity: int) -> np.ndarray:
+    """The distinct blocks of `touches` (in time order) by their last touch, most recent first, at most `capacity`.
+
+    Only the tail is read: once the last k touches hold `capacity` distinct blocks, no earlier touch can be among
+    the most recent ones. A request touches dozens of blocks, so a tail of twice the capacity is usually enough."""
+    k = min(len(touches), 2 * capacity)
+    while True:
+        tail = touches[len(touches) - k:][::-1]
+        _, first = np.unique(tail, return_index=True)  # in the reversed tail, a block's first index: its last touch
+        if len(first) >= capacity or k == len(touches):
+            return tail[np.sort(first)[:capacity]]
+        k = min(len(touches), 4 * k)
+
+
+def advance(cache: LruCache, requests: np.ndarray, hashes: np.ndarray) -> Chunk:
+    """Carry `cache` past one chunk of whole requests (its recency order after their touches) and return what
+    `answer` needs to replay them; cheap next to `answer`, which does the sorting."""
+    touches = np.concatenate([cache.blocks[::-1], hashes])
+    chunk = Chunk(cache.capacity, len(cache.blocks), requests, touches)
+    if len(hashes):
+        cache.blocks = most_recent(touches, cache.capacity)
+    return chunk
+
+
+def answer(chunk: Chunk, sizes: Iterable[int]) -> np.ndarray:
+    """Per access of an advanced chunk, the smallest of `sizes` at which its block is in the cache when its request
+    arrives (capacity + 1 for none): see `replay_chunk`. Reads `chunk` only, so chunks may be answered at once."""
+    sizes_asked = _check_sizes(sizes, chunk.capacity)
+    m, touches, requests = chunk.carried, chunk.touches, chunk.requests
+    total = len(touches)
+    n, miss = total - m, chunk.capacity + 1
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    if len(sizes_asked) == 0 or sizes_asked[-1] > cache.capacity or sizes_asked[0] < 1:
-        raise ValueError(f"cache sizes {sizes_asked.tolist()} must be between 1 and {cache.capacity} blocks")
-    # The carried recency order as the chunk's first touches, least recent first: one sequence of m + n touches.
-    m = len(cache.blocks)
-    total = m + n
-    touches = np.concatenate([cache.blocks[::-1], hashes])
     new_request = np.r_[True, requests[1:] != requests[:-1]]
     arrivals = np.flatnonzero(new_request) + m  # each request's first touch
     request_of = np.cumsum(new_request) - 1
@@ -132,10 +184,6 @@ def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray, size
     smallest = np.full(n, miss, dtype=np.int64)
     for i in range(len(sizes_asked) - 1, -1, -1):
         smallest[(last >= 0) & (last >= boundary[request_of, i])] = sizes_asked[i]
-
-    # The carried state: the blocks by their last touch, most recent first, as many as the largest cache holds.
-    final = order[np.r_[~same, True]]
-    cache.blocks = touches[np.sort(final)[::-1][:cache.capacity]]
     return smallest
 
 

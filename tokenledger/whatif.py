@@ -11,6 +11,8 @@ requests in memory.
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from tokenledger.duck import register_arrow, run_sql, sql_path, statement, used_
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
 from tokenledger.landing import landing_files
-from tokenledger.lru import CHUNK_ACCESSES, LruCache, cached_tokens, replay_chunk
+from tokenledger.lru import CHUNK_ACCESSES, Chunk, LruCache, advance, answer, cached_tokens
 from tokenledger.paths import HomeLayout
 from tokenledger.readers import check_some_records, jsonl_lines, read_error
 
@@ -74,16 +76,25 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
 
     The requests arrive ordered by cache, then arrival, and are replayed in chunks of whole requests of at least
     `chunk_accesses` block accesses; a cache's recency order (at most its largest size) is carried from one chunk
-    to the next."""
+    to the next. Carrying it is cheap (`lru.advance`) and done in order here; the rest of a chunk (`lru.answer`,
+    most of the work, in numpy, which releases the GIL) runs on as many threads as DuckDB may use, at most that
+    many chunks waiting at once, so memory stays bounded."""
     totals: dict[tuple[int, int], int] = {}
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
+    workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
     stream: tuple[int, int] | None = None
     cache: LruCache | None = None
+    waiting: deque[Future] = deque()
 
-    def flush(batches: list[pa.RecordBatch]) -> None:
+    def collect(done: Future) -> None:
+        unit_id, counted = done.result()
+        for size, tokens in counted.items():
+            totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
+
+    def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
         nonlocal stream, cache
         part = _accesses(batches)
         key = part["unit_id"] << 32 | part["cache_part"]
@@ -91,23 +102,33 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
             unit_id, cache_part = int(part["unit_id"][run[0]]), int(part["cache_part"][run[0]])
             if stream != (unit_id, cache_part):
                 stream, cache = (unit_id, cache_part), LruCache(max(sizes[unit_id]))
-            seq, asked = part["seq"][run], sorted(sizes[unit_id])
-            smallest = replay_chunk(cache, seq, part["hash"][run], asked)
-            counted = cached_tokens(seq, smallest, part["input_tokens"][run], part["kv_block_tokens"][run], asked)
-            for size, tokens in counted.items():
-                totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
+            chunk = advance(cache, part["seq"][run], part["hash"][run])
+            waiting.append(pool.submit(_answer, chunk, unit_id, sorted(sizes[unit_id]),
+                                       part["input_tokens"][run], part["kv_block_tokens"][run]))
+            while len(waiting) > workers:
+                collect(waiting.popleft())
 
-    pending: list[pa.RecordBatch] = []
-    pending_accesses = 0
-    for batch in reader:
-        pending.append(batch)
-        pending_accesses += len(batch.column("hashes").flatten())
-        if pending_accesses >= chunk_accesses:
-            flush(pending)
-            pending, pending_accesses = [], 0
-    if pending:
-        flush(pending)
+    with ThreadPoolExecutor(workers, thread_name_prefix="tokenledger-lru") as pool:
+        pending: list[pa.RecordBatch] = []
+        pending_accesses = 0
+        for batch in reader:
+            pending.append(batch)
+            pending_accesses += len(batch.column("hashes").flatten())
+            if pending_accesses >= chunk_accesses:
+                flush(pending, pool)
+                pending, pending_accesses = [], 0
+        if pending:
+            flush(pending, pool)
+        while waiting:
+            collect(waiting.popleft())
     return totals
+
+
+def _answer(chunk: Chunk, unit_id: int, asked: list[int], input_tokens: np.ndarray, block_tokens: np.ndarray
+            ) -> tuple[int, dict[int, int]]:
+    """One advanced chunk's cached tokens at each size asked (run on a worker thread)."""
+    smallest = answer(chunk, asked)
+    return unit_id, cached_tokens(chunk.requests, smallest, input_tokens, block_tokens, asked)
 
 
 def _accesses(batches: list[pa.RecordBatch]) -> dict[str, np.ndarray]:
