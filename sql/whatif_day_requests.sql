@@ -5,10 +5,25 @@
 -- when it has none) or of its request_id, modulo the deployment's replicas; md5 so that any tool can repeat it.
 -- (sql/md5_mod.sql), computed only when a scenario of config/whatif.yaml is per replica and the deployment has
 -- more than one (else 0): it is read nowhere else.
+-- Written in (unit_id, seq) order, the order the LRU replay reads it in (sql/whatif_lru_requests.sql). seq is
+-- numbered over the requests' keys alone and joined back by request_id (unique in a day), so that only the one
+-- ORDER BY carries the hash lists: a window over the whole rows sorted them twice (the 10M-request day's
+-- staging 112 s -> 50 s).
+WITH keyed AS (
+    SELECT
+        r.request_id,
+        r.deployment_id,
+        row_number() OVER (PARTITION BY r.deployment_id ORDER BY r.received_at, r.request_id) AS seq
+    FROM day_requests AS r
+    JOIN whatif_units AS u ON u.unit = r.deployment_id
+    WHERE r.status <> 'rejected'
+      AND r.prefix_block_hashes IS NOT NULL
+      AND u.kv_block_tokens IS NOT NULL
+)
 SELECT
     u.unit,
     u.unit_id,
-    row_number() OVER (PARTITION BY u.unit ORDER BY r.received_at, r.request_id) AS seq,
+    k.seq,
     r.request_id,
     r.input_tokens,
     r.cached_input_tokens,
@@ -20,8 +35,7 @@ SELECT
         AS replica_random,
     r.prefix_block_hashes AS hashes
 FROM day_requests AS r
+JOIN keyed AS k ON k.request_id = r.request_id AND k.deployment_id = r.deployment_id
 JOIN whatif_units AS u ON u.unit = r.deployment_id
 CROSS JOIN (SELECT count(*) FILTER (scope = 'per_replica') > 0 AS per_replica FROM cfg_whatif_scenario) AS w
-WHERE r.status <> 'rejected'
-  AND r.prefix_block_hashes IS NOT NULL
-  AND u.kv_block_tokens IS NOT NULL
+ORDER BY u.unit_id, k.seq

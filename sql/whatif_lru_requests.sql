@@ -1,8 +1,9 @@
--- The requests of whatif_requests for the LRU replay (tokenledger/lru.py), in the order a cache sees them: by unit
--- and cache (the unit's one shared cache, or its replica's under $routing when $scope is per_replica), then by
--- arrival. One row per request with its block hashes; tokenledger/whatif.py turns them into block accesses, each
--- request's blocks last to first (a request touches its tail first, its head last), so that DuckDB sorts requests
--- rather than their tens of blocks each.
+-- The requests of whatif_requests for the LRU replay (tokenledger/lru.py) with their cache (the unit's one shared
+-- cache, or its replica's under $routing when $scope is per_replica), in the file's order: by unit, then arrival
+-- (whatif_requests is written so; no ORDER BY here, so DuckDB does not sort a day of hash lists again for every
+-- scope and routing). tokenledger/whatif.py splits each unit's requests by cache, in order, and checks the order.
+-- One row per request with its block hashes, turned into block accesses in numpy, each request's blocks last to
+-- first (a request touches its tail first, its head last).
 SELECT
     unit_id,
     CASE WHEN $scope = 'shared' THEN 0 WHEN $routing = 'random' THEN replica_random ELSE replica_affine END
@@ -12,6 +13,5 @@ SELECT
     kv_block_tokens,
     hashes
 FROM whatif_requests
-WHERE unit_id IN (SELECT unnest($unit_ids::INTEGER[]))
+WHERE list_contains($unit_ids::INTEGER[], unit_id)  -- a filter, not a semi-join: a join may reorder rows
   AND len(hashes) > 0
-ORDER BY unit_id, cache_part, seq

@@ -1,6 +1,7 @@
 -- The requests of the landed traces (staged_traces, typed by data_contracts/trace_request.odcs.yaml) in the shape
 -- of sql/whatif_day_requests.sql: seq is the order of arrival (timestamp, then file and line), a request's id is
 -- its file and line, and a trace has no observed cache figures. Replicas as sql/whatif_day_requests.sql finds them.
+-- Written in (unit_id, seq) order, as sql/whatif_day_requests.sql.
 WITH t AS (
     SELECT *, format('{}:{}', source_file, source_line) AS line_id FROM staged_traces
 )
@@ -21,3 +22,4 @@ SELECT
 FROM t
 JOIN whatif_units AS u ON u.unit = t.trace
 CROSS JOIN (SELECT count(*) FILTER (scope = 'per_replica') > 0 AS per_replica FROM cfg_whatif_scenario) AS w
+ORDER BY u.unit_id, seq

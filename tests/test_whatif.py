@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import request, write_jsonl
 from tokenledger.ingest import stage_gateway_files
@@ -158,6 +159,19 @@ def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:
     # Both requests are one block of 4 tokens; the second is cached whole, yet holds 1 token only.
     only = [("infinite", "infinite", None, None, "shared", None)]
     assert _replayed(tmp_path, [("a", None, ["A"], 4), ("b", None, ["A"], 1)], scenarios=only) == {"infinite": 1}
+
+
+def test_requests_out_of_arrival_order_stop_the_replay(tmp_path: Path) -> None:
+    # The LRU replay reads whatif_requests in its file's order (no sort): a file out of order must not give figures.
+    from tokenledger.whatif import replay, replay_day
+
+    con = duckdb.connect()
+    _day_tables(con, FIVE, scenarios=[SCENARIOS[1]])
+    replay_day(con, tmp_path)
+    con.execute("CREATE OR REPLACE TEMP TABLE reversed AS SELECT * FROM whatif_requests ORDER BY seq DESC")
+    con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM reversed")
+    with pytest.raises(RuntimeError, match=r"not in arrival order for unit 1 \(cache 0\)"):
+        replay(con)
 
 
 def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: Path) -> None:

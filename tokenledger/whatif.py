@@ -74,19 +74,23 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                 chunk_accesses: int) -> dict[tuple[int, int], int]:
     """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass.
 
-    The requests arrive ordered by cache, then arrival, and are replayed in chunks of whole requests of at least
-    `chunk_accesses` block accesses; a cache's recency order (at most its largest size) is carried from one chunk
-    to the next. Carrying it is cheap (`lru.advance`) and done in order here; the rest of a chunk (`lru.answer`,
-    most of the work, in numpy, which releases the GIL) runs on as many threads as DuckDB may use, at most that
-    many chunks waiting at once, so memory stays bounded."""
+    The requests are read in the order whatif_requests was written, by unit and arrival (no sort: DuckDB keeps a
+    file's order in a scan without ORDER BY), in chunks of whole requests of at least `chunk_accesses` block
+    accesses. A unit's caches (one shared, or one per replica) are replayed side by side, each chunk split by
+    cache in arrival order; a cache's recency order (at most its largest size) is carried from one chunk to the
+    next. Carrying it is cheap (`lru.advance`) and done in order here; the rest of a chunk (`lru.answer`, most of
+    the work, in numpy, which releases the GIL) runs on as many threads as DuckDB may use, at most that many
+    chunks waiting at once, so memory stays bounded. A request out of order stops the replay (never a wrong
+    figure)."""
     totals: dict[tuple[int, int], int] = {}
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
     workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
-    stream: tuple[int, int] | None = None
-    cache: LruCache | None = None
+    unit: int | None = None
+    caches: dict[int, LruCache] = {}  # the unit's caches by cache_part
+    last_seq: dict[int, int] = {}
     waiting: deque[Future] = deque()
 
     def collect(done: Future) -> None:
@@ -94,19 +98,41 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
         for size, tokens in counted.items():
             totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
 
+    def replay_part(unit_id: int, cache_part: int, index: np.ndarray, part: dict[str, np.ndarray],
+                    pool: ThreadPoolExecutor) -> None:
+        seq = part["seq"][index]
+        if seq[0] <= last_seq.get(cache_part, 0) or bool((seq[1:] < seq[:-1]).any()):
+            raise RuntimeError(f"whatif_requests is not in arrival order for unit {unit_id} (cache {cache_part}): "
+                               "the LRU replay needs it written ordered by unit_id, seq")
+        last_seq[cache_part] = int(seq[-1])
+        cache = caches.setdefault(cache_part, LruCache(max(sizes[unit_id])))
+        waiting.append(pool.submit(_answer, advance(cache, seq, part["hash"][index]), unit_id,
+                                   sorted(sizes[unit_id]), part["input_tokens"][index],
+                                   part["kv_block_tokens"][index]))
+        while len(waiting) > workers:
+            collect(waiting.popleft())
+
     def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
-        nonlocal stream, cache
+        nonlocal unit, caches, last_seq
         part = _accesses(batches)
-        key = part["unit_id"] << 32 | part["cache_part"]
-        for run in np.split(np.arange(len(key)), np.flatnonzero(key[1:] != key[:-1]) + 1):
-            unit_id, cache_part = int(part["unit_id"][run[0]]), int(part["cache_part"][run[0]])
-            if stream != (unit_id, cache_part):
-                stream, cache = (unit_id, cache_part), LruCache(max(sizes[unit_id]))
-            chunk = advance(cache, part["seq"][run], part["hash"][run])
-            waiting.append(pool.submit(_answer, chunk, unit_id, sorted(sizes[unit_id]),
-                                       part["input_tokens"][run], part["kv_block_tokens"][run]))
-            while len(waiting) > workers:
-                collect(waiting.popleft())
+        units = part["unit_id"]
+        for run in np.split(np.arange(len(units)), np.flatnonzero(units[1:] != units[:-1]) + 1):
+            if not len(run):
+                continue
+            unit_id = int(units[run[0]])
+            if unit != unit_id:
+                if unit is not None and unit_id < unit:
+                    raise RuntimeError("whatif_requests is not ordered by unit_id: the LRU replay needs it written "
+                                       "ordered by unit_id, seq")
+                unit, caches, last_seq = unit_id, {}, {}
+            cache_parts = part["cache_part"][run]
+            if bool((cache_parts == cache_parts[0]).all()):  # one cache (a shared scope): the run as it is
+                replay_part(unit_id, int(cache_parts[0]), run, part, pool)
+                continue
+            by_cache = np.argsort(cache_parts, kind="stable")  # each cache's accesses, still in arrival order
+            ordered = cache_parts[by_cache]
+            for index in np.split(run[by_cache], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1):
+                replay_part(unit_id, int(part["cache_part"][index[0]]), index, part, pool)
 
     with ThreadPoolExecutor(workers, thread_name_prefix="tokenledger-lru") as pool:
         pending: list[pa.RecordBatch] = []
