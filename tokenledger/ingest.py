@@ -387,9 +387,9 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
             "before that day) and re-run the day."
         )
 
-    checked = scratch / "gateway_checked.parquet"
-    lake.write_query(con, statement("gateway_checked"), checked, window.params())
-    con.execute(f"CREATE OR REPLACE TEMP VIEW checked_gateway AS SELECT * FROM read_parquet({sql_path(checked)})")
+    con.execute("CREATE OR REPLACE TEMP TABLE gateway_day AS SELECT $day::DATE AS day, "
+                "$day_start::TIMESTAMPTZ AS day_start, $day_end::TIMESTAMPTZ AS day_end", window.params())
+    con.execute("CREATE OR REPLACE TEMP VIEW checked_gateway AS " + statement("gateway_checked"))
     con.execute("CREATE OR REPLACE TEMP TABLE gateway_duplicates AS " + statement("gateway_duplicates"))
 
     target = lake.day_file(layout.lake, "core", "gateway_requests", window.day)
