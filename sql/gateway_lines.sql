@@ -1,7 +1,7 @@
 -- Every physical line of JSON Lines files (file_index: which of them), as read by tokenledger/lines.py (`lines`: source_line, the line's
 -- bytes, and a problem the reader already found), with its text and, when it cannot be a request record, why.
 -- Nothing is filtered: a line that is not UTF-8, holds NUL bytes, is empty or is not a JSON object is a row whose
--- line_problem says so, and is quarantined with its number.
+-- line_problem says so, and is quarantined with its number; so is a line its reader cannot parse (see below).
 SELECT
     source_line,
     text,
@@ -12,13 +12,16 @@ SELECT
         -- Only a line that starts with whitespace is trimmed: trimming every line cost more than the JSON checks.
         WHEN text = '' OR (left(text, 1) IN (' ', chr(9), chr(13), chr(10))
                            AND ltrim(text, ' ' || chr(9) || chr(13) || chr(10)) = '') THEN 'empty line: no record'
-        WHEN NOT json_valid(text) THEN 'line is not valid JSON'
-        -- Valid JSON is an object iff its first non-whitespace character is '{': a test of one character instead
-        -- of a second parse of every line; the JSON type is looked up only for the lines that are not objects.
+        -- A JSON object starts with '{' after any whitespace. A line that does is parsed once, by its reader
+        -- (try(json_transform(...)) or try(text::JSON)), which calls it 'line is not valid JSON' when the parse
+        -- fails (READ_LINE_PROBLEM in tokenledger/readers.py): a json_valid here parsed every line twice. Only a
+        -- line that cannot be an object is parsed here, to say what it is.
         WHEN left(text, 1) <> '{' AND left(ltrim(text, ' ' || chr(9) || chr(13) || chr(10)), 1) <> '{'
-        THEN format('line is a JSON {}, not an object',
-            CASE json_type(text) WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
-                                 WHEN 'NULL' THEN 'null' ELSE 'number' END)
+        THEN CASE WHEN NOT json_valid(text) THEN 'line is not valid JSON'
+                  ELSE format('line is a JSON {}, not an object',
+                       CASE json_type(text) WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string'
+                                            WHEN 'BOOLEAN' THEN 'boolean' WHEN 'NULL' THEN 'null' ELSE 'number' END)
+             END
     END AS line_problem,
     file_index
 FROM (SELECT source_line, problem, try(decode(line)) AS text, file_index FROM {lines})

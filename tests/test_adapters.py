@@ -445,3 +445,26 @@ def test_every_adapter_maps_every_canonical_field_and_is_a_known_source() -> Non
         assert all(c.paths for c in load_contract(adapter.contract).table().columns), name
         assert set(adapter.labels) <= set(canonical), name
     assert f"'{NOT_A_REQUEST}: " in (SQL_DIR / "adapt_anthropic.sql").read_text()
+
+
+def test_a_line_of_an_adapter_file_that_does_not_parse_is_quarantined_with_its_number(tmp_path: Path) -> None:
+    # A line that starts like an object is parsed once, by the adapter's reader; one that cannot be an object is
+    # judged by sql/gateway_lines.sql. Either way the line is a row with its number and reason, never lost.
+    import duckdb
+
+    from tokenledger.ingest import request_sources, stage_gateway_files
+    from tokenledger.landing import landing_files
+
+    title, formats, adapter = request_sources()["litellm"]
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    valid = json.dumps(LITELLM[0])
+    (folder / "spend.jsonl").write_text("\n".join([valid, '{"request_id": "x", ', "[1, 2]", valid[:-1] + "} x"]) + "\n")
+    con = duckdb.connect()
+    staged = stage_gateway_files(con, landing_files(folder, formats, title), tmp_path / "stage", adapter)
+    got = dict(con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY 1",
+                           {"f": [str(p) for p in staged]}).fetchall())
+    assert got[1] is None
+    assert got[2] == "line is not valid JSON"
+    assert got[3] == "line is a JSON array, not an object"
+    assert got[4] == "line is not valid JSON"

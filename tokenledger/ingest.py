@@ -46,6 +46,7 @@ from tokenledger.readers import (
     jsonl_lines,
     parquet_kind,
     parquet_schema,
+    parsed_line_problem,
     quoted,
     read_error,
 )
@@ -154,9 +155,11 @@ def _jsonl_text_relation(table: Table, lines: str) -> str:
     """Every physical line of a JSON Lines file (`lines`: source_line, text, line_problem) and `<name>__text`,
     `<name>__kind` for every contract field of a record."""
     return (f"SELECT source_line, line_problem, file_index, {json_text_columns(table, 'j')} FROM ("
-            # json_transform is fed NULL for a non-object line: DuckDB may evaluate both branches of a CASE.
-            f"SELECT source_line, line_problem, file_index, json_transform(CASE WHEN line_problem IS NULL THEN text "
-            f"END, '{struct_spec(table)}') AS j FROM ({lines}))")
+            # json_transform is fed NULL for a non-object line: DuckDB may evaluate both branches of a CASE. The
+            # line's one parse: a line that does not parse gets NULL (try), and its problem beside it.
+            f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, file_index, j FROM ("
+            f"SELECT source_line, line_problem, file_index, try(json_transform(CASE WHEN line_problem IS NULL THEN "
+            f"text END, '{struct_spec(table)}')) AS j FROM ({lines})))")
 
 
 def _passthrough(file_index: int, source: str) -> list[str]:
@@ -251,8 +254,9 @@ def _adapted_records(con: duckdb.DuckDBPyConnection, file: LandingFile, adapter:
                      lines: str | None) -> Any:
     """A relation of the file's records as JSON objects: source_line, line_problem, j."""
     if file.fmt == "jsonl":
-        return (f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN text::JSON END AS j "
-                f"FROM ({lines})")
+        return (f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, j FROM ("
+                f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN try(text::JSON) END AS j "
+                f"FROM ({lines}))")
     fields = _record_fields(adapter, source_table)
     if file.fmt == "parquet":
         schema = parquet_schema(con, file.path, f"a {adapter.title}")

@@ -52,6 +52,16 @@ def read_error(path: Path, kind: str, exc: duckdb.Error) -> LedgerError:
 
 # --- JSON Lines ----------------------------------------------------------------------------------------------------
 
+# What a line that looks like a JSON object (it starts with '{') but does not parse is quarantined for. Each reader
+# of sql/gateway_lines.sql parses such a line once, with try(): a NULL parse of a line without a problem is this.
+READ_LINE_PROBLEM = "line is not valid JSON"
+
+
+def parsed_line_problem(parsed: str) -> str:
+    """line_problem once the reader has parsed the line into `parsed` (NULL when the parse failed)."""
+    return f"coalesce(line_problem, CASE WHEN {parsed} IS NULL THEN '{READ_LINE_PROBLEM}' END)"
+
+
 @contextmanager
 def jsonl_lines(con: duckdb.DuckDBPyConnection, paths: Path | list[Path]
                 ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
