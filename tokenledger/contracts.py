@@ -140,11 +140,17 @@ def contract_path(contract_id: str) -> Path:
     return CONTRACTS_DIR / f"{contract_id}.odcs.yaml"
 
 
+# libyaml's safe loader when PyYAML has it: every process that loads the definitions reads the contracts, and the
+# pure-Python one took 0.74 s for the 32 files against 0.08 s (the same documents; contracts are the project's own
+# files, never a user's).
+_CONTRACT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @cache
 def load_contract(contract_id: str) -> Contract:
     """Read `data_contracts/<contract_id>.odcs.yaml` into tables, columns and rules."""
     path = contract_path(contract_id)
-    doc = yaml.safe_load(path.read_text())
+    doc = yaml.load(path.read_text(), Loader=_CONTRACT_LOADER)  # noqa: S506 - a safe loader, on the project's files
     tables = {}
     for obj in doc.get("schema", []):
         tables[obj["name"]] = _parse_table(obj, path)
