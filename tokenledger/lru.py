@@ -192,19 +192,26 @@ def cached_tokens(requests: np.ndarray, smallest: np.ndarray, input_tokens: np.n
     """Cached input tokens of the chunk's requests at each cache size: per request, the leading run of blocks
     cached at that size times the block size, never more than the request's input (its last block is partial).
 
-    Arrays are per access, each request's blocks last to first (as `replay_chunk` takes them)."""
+    `requests` and `smallest` are per access, each request's blocks last to first (as `replay_chunk` takes them);
+    `input_tokens` and `block_tokens` per access too (the request's value repeated) or one per request, in order."""
     if len(requests) == 0:
         return {int(c): 0 for c in sizes}
     # First block first, requests in reverse: a running maximum within each request (offset per request so that
     # it never carries over) is the smallest size at which the whole prefix up to that block is cached.
-    smallest, input_tokens, block_tokens = smallest[::-1], input_tokens[::-1], block_tokens[::-1]
+    smallest = smallest[::-1]
     new_request = np.r_[True, requests[::-1][1:] != requests[::-1][:-1]]
     ordinal = np.cumsum(new_request) - 1
     step = int(smallest.max()) + 1
     prefix_smallest = np.maximum.accumulate(ordinal * step + smallest) - ordinal * step
     starts = np.flatnonzero(new_request)
+    if len(input_tokens) == len(requests):  # per access: each request's value at its first (reversed) access
+        inputs, blocks = input_tokens[::-1][starts], block_tokens[::-1][starts]
+    else:  # per request, in order
+        inputs, blocks = input_tokens[::-1], block_tokens[::-1]
+    if len(inputs) != len(starts):
+        raise ValueError(f"{len(inputs)} input token counts for {len(starts)} requests")
     out = {}
     for size in sizes:
         run = np.add.reduceat((prefix_smallest <= size).astype(np.int64), starts)
-        out[int(size)] = int(np.minimum(run * block_tokens[starts], input_tokens[starts]).sum())
+        out[int(size)] = int(np.minimum(run * blocks, inputs).sum())
     return out

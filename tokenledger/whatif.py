@@ -98,41 +98,45 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
         for size, tokens in counted.items():
             totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
 
-    def replay_part(unit_id: int, cache_part: int, index: np.ndarray, part: dict[str, np.ndarray],
-                    pool: ThreadPoolExecutor) -> None:
-        seq = part["seq"][index]
+    def replay_part(unit_id: int, cache_part: int, accesses: slice | np.ndarray, requests: slice | np.ndarray,
+                    part: dict[str, np.ndarray], pool: ThreadPoolExecutor) -> None:
+        seq = part["seq"][accesses]
         if seq[0] <= last_seq.get(cache_part, 0) or bool((seq[1:] < seq[:-1]).any()):
             raise RuntimeError(f"whatif_requests is not in arrival order for unit {unit_id} (cache {cache_part}): "
                                "the LRU replay needs it written ordered by unit_id, seq")
         last_seq[cache_part] = int(seq[-1])
         cache = caches.setdefault(cache_part, LruCache(max(sizes[unit_id])))
-        waiting.append(pool.submit(_answer, advance(cache, seq, part["hash"][index]), unit_id,
-                                   sorted(sizes[unit_id]), part["input_tokens"][index],
-                                   part["kv_block_tokens"][index]))
+        waiting.append(pool.submit(_answer, advance(cache, seq, part["hash"][accesses]), unit_id,
+                                   sorted(sizes[unit_id]), part["input_tokens"][requests],
+                                   part["kv_block_tokens"][requests]))
         while len(waiting) > workers:
             collect(waiting.popleft())
 
     def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
         nonlocal unit, caches, last_seq
         part = _accesses(batches)
-        units = part["unit_id"]
-        for run in np.split(np.arange(len(units)), np.flatnonzero(units[1:] != units[:-1]) + 1):
-            if not len(run):
+        units, offsets = part["unit_id"], part["offsets"]
+        bounds = np.r_[0, np.flatnonzero(units[1:] != units[:-1]) + 1, len(units)]
+        for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):  # a unit's requests
+            if r0 == r1:
                 continue
-            unit_id = int(units[run[0]])
+            unit_id = int(units[r0])
             if unit != unit_id:
                 if unit is not None and unit_id < unit:
                     raise RuntimeError("whatif_requests is not ordered by unit_id: the LRU replay needs it written "
                                        "ordered by unit_id, seq")
                 unit, caches, last_seq = unit_id, {}, {}
-            cache_parts = part["cache_part"][run]
-            if bool((cache_parts == cache_parts[0]).all()):  # one cache (a shared scope): the run as it is
-                replay_part(unit_id, int(cache_parts[0]), run, part, pool)
+            cache_parts = part["cache_part"][r0:r1]
+            if bool((cache_parts == cache_parts[0]).all()):  # one cache (a shared scope): contiguous, no copies
+                replay_part(unit_id, int(cache_parts[0]), slice(int(offsets[r0]), int(offsets[r1])), slice(r0, r1),
+                            part, pool)
                 continue
-            by_cache = np.argsort(cache_parts, kind="stable")  # each cache's accesses, still in arrival order
-            ordered = cache_parts[by_cache]
-            for index in np.split(run[by_cache], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1):
-                replay_part(unit_id, int(part["cache_part"][index[0]]), index, part, pool)
+            for cache_part in np.unique(cache_parts).tolist():  # each cache's requests, still in arrival order
+                chosen = r0 + np.flatnonzero(cache_parts == cache_part)
+                lengths = offsets[chosen + 1] - offsets[chosen]
+                first = np.cumsum(lengths) - lengths  # where each chosen request starts among the chosen accesses
+                accesses = np.repeat(offsets[chosen] - first, lengths) + np.arange(int(lengths.sum()))
+                replay_part(unit_id, int(cache_part), accesses, chosen, part, pool)
 
     with ThreadPoolExecutor(workers, thread_name_prefix="tokenledger-lru") as pool:
         pending: list[pa.RecordBatch] = []
@@ -158,20 +162,22 @@ def _answer(chunk: Chunk, unit_id: int, asked: list[int], input_tokens: np.ndarr
 
 
 def _accesses(batches: list[pa.RecordBatch]) -> dict[str, np.ndarray]:
-    """The block accesses of whole requests (rows of sql/whatif_lru_requests.sql): one per block, each request's
-    blocks last to first, with the request's columns repeated."""
+    """The block accesses of whole requests (rows of sql/whatif_lru_requests.sql): `hash` and `seq` per access, each
+    request's blocks last to first; `unit_id`, `cache_part`, `input_tokens` and `kv_block_tokens` per request;
+    `offsets`, where each request's accesses start (one more than the requests)."""
     table = pa.Table.from_batches(batches).combine_chunks()
     hashes = table.column("hashes").chunk(0) if table.num_rows else pa.array([], pa.list_(pa.int64()))
     offsets = hashes.offsets.to_numpy().astype(np.int64)
     values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64)
     offsets, values = offsets - offsets[0], values[offsets[0]:offsets[-1]]
     lengths = np.diff(offsets)
-    request_of = np.repeat(np.arange(len(lengths)), lengths)
     # the i-th access of request r reads block len - 1 - i of it: offsets[r] + offsets[r + 1] - 1 - access
-    reversed_index = offsets[request_of] + offsets[request_of + 1] - 1 - np.arange(len(values), dtype=np.int64)
-    out = {"hash": values[reversed_index]}
-    for name in ("unit_id", "cache_part", "seq", "input_tokens", "kv_block_tokens"):
-        out[name] = np.repeat(table.column(name).to_numpy().astype(np.int64), lengths)
+    ends = np.repeat(offsets[:-1] + offsets[1:] - 1, lengths)
+    out = {"hash": values[ends - np.arange(len(values), dtype=np.int64)], "offsets": offsets}
+    seq = table.column("seq").to_numpy().astype(np.int64)
+    out["seq"] = np.repeat(seq, lengths)
+    for name in ("unit_id", "cache_part", "input_tokens", "kv_block_tokens"):
+        out[name] = table.column(name).to_numpy().astype(np.int64)
     return out
 
 
