@@ -17,7 +17,8 @@ a day of millions of rows is judged as a frame of a few dozen counts.
 
 Severity follows the contract: `error` rules are critical (the `contract` check blocks publishing), `warning`
 rules are reported but never block. Both are counted in the same pass. GX is imported only when a suite first
-judges: the import takes seconds and most processes never validate.
+judges, or when a run starts (`warm_up`, on a background thread beside the run's first steps): the import takes
+seconds and most processes never validate.
 """
 
 from __future__ import annotations
