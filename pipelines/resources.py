@@ -20,7 +20,6 @@ from pydantic import PrivateAttr
 
 from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
-from tokenledger.expectations import warm_up
 from tokenledger.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
 from tokenledger.paths import HomeLayout
 from tokenledger.warehouse import WarehouseResource, warehouse_resource
@@ -66,7 +65,6 @@ class LedgerResource(dg.ConfigurableResource):
             return
         layout = self.layout
         days = run_days(run.tags)
-        warm_up()  # GX, imported beside the run's first steps rather than in the first check
         try:
             fail_dead_runs(layout, context.instance)
             clean_orphans(layout, days)

@@ -17,15 +17,12 @@ a day of millions of rows is judged as a frame of a few dozen counts.
 
 Severity follows the contract: `error` rules are critical (the `contract` check blocks publishing), `warning`
 rules are reported but never block. Both are counted in the same pass. GX is imported only when a suite first
-judges, or when a run starts (`warm_up`, on a background thread beside the run's first steps): the import takes
-seconds and most processes never validate.
+judges: the import takes seconds and most processes never validate.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -388,41 +385,9 @@ def _count_days(con: duckdb.DuckDBPyConnection, table: Table, present_days: dict
 
 # --- the judge -------------------------------------------------------------------------------------------
 
-_GX_LOCK = threading.Lock()
-_GX: dict[str, tuple[Any, Any, Any, Any]] = {}
-
-
-def warm_up() -> None:
-    """Start importing GX in a background thread, for a process about to validate (a run's start).
-
-    The import takes 3-4 s of Python. A run's first steps spend most of their time in DuckDB, which releases the
-    GIL, so the import proceeds beside them instead of stalling the first step that validates. Idempotent; the
-    first `judge` waits for the import if it has not finished (and, if it failed, imports again and raises).
-    """
-    if "gx" not in _GX and not _GX_LOCK.locked():
-        # What the run's own steps import lazily and GX imports too, first, here: two threads importing the same
-        # packages at once can meet in a circular import of theirs and see a half-initialized module.
-        import numpy  # noqa: F401
-        import pandas  # noqa: F401
-        import pyarrow  # noqa: F401
-
-        threading.Thread(target=_warm, name="tokenledger-gx-import", daemon=True).start()
-
-
-def _warm() -> None:
-    with contextlib.suppress(Exception):  # the step that needs GX imports it again and reports the error
-        _gx()
-
-
+@cache
 def _gx() -> tuple[Any, Any, Any, Any]:
     """GX imported once per process, with an ephemeral context whose progress bars are off."""
-    with _GX_LOCK:  # the warm-up thread and a step may both ask: the second waits for the first's result
-        if "gx" not in _GX:
-            _GX["gx"] = _gx_context()
-        return _GX["gx"]
-
-
-def _gx_context() -> tuple[Any, Any, Any, Any]:
     import logging
 
     import great_expectations as gx
