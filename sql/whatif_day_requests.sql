@@ -2,9 +2,9 @@
 -- rejected) a deployment of whatif_units with a block size and carry prefix_block_hashes. seq is the arrival order
 -- within the deployment, ties broken by request_id, so a replay is the same on every run. replica_affine and
 -- replica_random are the replica a request meets under each routing: a hash of its session_id (of its request_id
--- when it has none) or of its request_id, modulo the deployment's replicas; md5 so that any tool can repeat it.
--- (sql/md5_mod.sql), computed only when a scenario of config/whatif.yaml is per replica and the deployment has
--- more than one (else 0): it is read nowhere else.
+-- when it has none) or of its request_id, modulo the deployment's replicas; md5 so that any tool can repeat it
+-- (sql/md5_mod.sql). They are computed only when a scenario of config/whatif.yaml is per replica and the
+-- deployment has more than one (else 0): they are read nowhere else.
 -- Written in (unit_id, seq) order, the order the LRU replay reads it in (sql/whatif_lru_requests.sql). seq is
 -- numbered over the requests' keys alone and joined back by request_id (unique in a day), so that only the one
 -- ORDER BY carries the hash lists: a window over the whole rows sorted them twice (the 10M-request day's
