@@ -30,7 +30,14 @@ telemetry:
 # The daemon marks a run whose process died (killed, machine restarted) as failed instead of leaving it started.
 run_monitoring:
   enabled: true
+# Dagster's SQLite event log in its usual folder (storage/), cheaper per event: see pipelines/event_log.py.
+event_log_storage:
+  module: pipelines.event_log
+  class: LedgerEventLogStorage
 """
+# What earlier versions wrote: a home's dagster.yaml still reading exactly so is replaced by DAGSTER_YAML (the
+# event log's files stay where they are); one a user has edited is left alone.
+_EARLIER_DAGSTER_YAML = DAGSTER_YAML.split("# Dagster's SQLite event log")[0]
 
 
 def _day(text: str) -> date:
@@ -66,8 +73,12 @@ def use_home(home: Path) -> HomeLayout:
     HomeLayout.of(home).check()
     try:
         dagster_home = dagster_home_of(home)
-        if not (dagster_home / "dagster.yaml").exists():
-            (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
+        instance_yaml = dagster_home / "dagster.yaml"
+        if not instance_yaml.exists() or instance_yaml.read_text() == _EARLIER_DAGSTER_YAML:
+            # Whole or not at all: a process starting beside this one may be reading it.
+            partial = instance_yaml.with_name(f".dagster.yaml.pid{os.getpid()}.tmp")
+            partial.write_text(DAGSTER_YAML)
+            os.replace(partial, instance_yaml)
         probe = home / f".write-test.pid{os.getpid()}.tmp"
         probe.write_text("")
         probe.unlink()
