@@ -108,3 +108,13 @@ def test_a_missing_float_is_judged_only_by_not_null(tmp_path: Path, value: str) 
     path = _day_file(tmp_path, "day.parquet", [GOOD], select=f"* REPLACE ({value} AS x)")
     broken = [f.rule for f in validate_days(duckdb.connect(), "t", TABLE, {DAY: path}).failed(CRITICAL)]
     assert broken == ["2026-11-16 x not null when kind = 'a'", "2026-11-16 has_b (some row is of kind b)"]
+
+
+def test_scipy_stats_still_works_after_gx_is_imported_without_it() -> None:
+    # GX's import defers scipy.stats (tokenledger.expectations._defer_scipy_stats); code that uses it must get the
+    # whole module on first use.
+    judge([Finding("r", CRITICAL, 0, 1)])
+    from scipy import stats
+
+    assert stats.norm.cdf(0.0) == 0.5
+    assert stats.entropy([0.5, 0.5], base=2) == pytest.approx(1.0)

@@ -385,11 +385,41 @@ def _count_days(con: duckdb.DuckDBPyConnection, table: Table, present_days: dict
 
 # --- the judge -------------------------------------------------------------------------------------------
 
+def _defer_scipy_stats() -> None:
+    """Make `scipy.stats` load on first use instead of at GX's import.
+
+    Importing GX imports every expectation it ships, and three of them (KL divergence, two KS tests) import
+    scipy.stats, about 1 s of the 3 s GX takes to import in each process. The suite uses none of them. The module
+    object GX binds is importlib's lazy module, which runs scipy.stats in full the first time anything is read
+    from it, so code that does use it gets the real module. Done once, from the step's thread, before GX is
+    imported, and only if nothing has imported scipy.stats yet."""
+    import importlib.util
+    import sys
+
+    if "scipy.stats" in sys.modules:
+        return
+    try:
+        import scipy
+    except ImportError:
+        return
+    spec = importlib.util.find_spec("scipy.stats")
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["scipy.stats"] = module
+    spec.loader.exec_module(module)
+    # `from scipy import stats` reads the package's attribute: set, it never touches the module's __spec__, which
+    # on Python 3.11 would load it at once.
+    scipy.stats = module
+
+
 @cache
 def _gx() -> tuple[Any, Any, Any, Any]:
     """GX imported once per process, with an ephemeral context whose progress bars are off."""
     import logging
 
+    _defer_scipy_stats()
     import great_expectations as gx
     import great_expectations.expectations as gxe
     from great_expectations.data_context.types.base import ProgressBarsConfig
