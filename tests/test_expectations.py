@@ -118,3 +118,58 @@ def test_scipy_stats_still_works_after_gx_is_imported_without_it() -> None:
 
     assert stats.norm.cdf(0.0) == 0.5
     assert stats.entropy([0.5, 0.5], base=2) == pytest.approx(1.0)
+
+
+class _Recording:
+    """A DuckDB connection that keeps the statements it was given."""
+
+    def __init__(self) -> None:
+        self.con, self.statements = duckdb.connect(), []
+
+    def execute(self, query: str, params=None):
+        self.statements.append(query)
+        return self.con.execute(query, params)
+
+    def __getattr__(self, name: str):
+        return getattr(self.con, name)
+
+
+def test_days_of_one_schema_are_counted_in_one_statement_with_the_same_findings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tokenledger.expectations as expectations
+
+    empty = tmp_path / "d3.parquet"
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * FROM read_parquet('{_day_file(tmp_path, 'g.parquet', [GOOD])}') WHERE false) "
+                    f"TO '{empty}' (FORMAT PARQUET)")
+    days = {DAY: _day_file(tmp_path, "d1.parquet", BAD),
+            date(2026, 11, 17): _day_file(tmp_path, "d2.parquet", [GOOD, "('r2', 'b', 0, NULL, NULL)"]),
+            date(2026, 11, 18): empty,
+            # Alone in its schema (no code column): counted by itself.
+            date(2026, 11, 19): _day_file(tmp_path, "d4.parquet", BAD, select="* EXCLUDE (code)"),
+            # n as text in two days: DuckDB cannot compare it with 0, so these are counted day by day, rule by rule.
+            date(2026, 11, 20): _day_file(tmp_path, "d5.parquet", BAD, select="* REPLACE (n::VARCHAR AS n)"),
+            date(2026, 11, 21): _day_file(tmp_path, "d6.parquet", [GOOD], select="* REPLACE (n::VARCHAR AS n)")}
+
+    def outcome(validation):
+        return validation.rows, [(c.rule, c.severity, c.unexpected, c.checked, c.examples)
+                                 for c in validation.counts]
+
+    together = _Recording()
+    grouped = validate_days(together, "t", TABLE, days)
+    monkeypatch.setattr(expectations, "_count_together", lambda *args: {})
+    alone = _Recording()
+    day_by_day = validate_days(alone, "t", TABLE, days)
+
+    assert outcome(grouped) == outcome(day_by_day)
+    assert grouped.rows == 4 + 2 + 0 + 4 + 4 + 1
+    by_rule = {c.rule: (c.unexpected, c.checked) for c in grouped.counts}
+    assert by_rule["2026-11-16 (id) unique"] == (1, 4)
+    assert by_rule["2026-11-16 has_b (some row is of kind b)"] == (1, 4)
+    assert by_rule["2026-11-17 has_b (some row is of kind b)"] == (0, 2)
+    assert "2026-11-18 has_b (some row is of kind b)" not in by_rule  # an empty day has no rows to judge
+    # kind in {a, b} holds row by row: summed over the six days (d1, d4 and d5 hold the 'c').
+    assert by_rule["2026-11-16..2026-11-21 kind in {a, b}"] == (3, 15)
+    grouped_statements = [q for q in together.statements if "GROUP BY __tokenledger_day_file" in q]
+    assert len(grouped_statements) == 2  # d1-d3 counted; d5-d6 tried, then day by day
+    assert not any("GROUP BY __tokenledger_day_file" in q for q in alone.statements)
