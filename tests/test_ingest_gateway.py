@@ -258,3 +258,52 @@ def test_a_broken_file_among_json_lines_staged_together_is_named_alone(tmp_path:
     with pytest.raises(InputFileError) as caught:
         stage_gateway_files(con, [LandingFile(good, "jsonl"), LandingFile(broken, "jsonl")], tmp_path / "stage")
     assert str(caught.value).startswith(f"{broken}: is not a readable gzip file")
+
+
+def test_parquet_files_of_one_shape_are_staged_together_keeping_each_row_s_file_and_number(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hourly Parquet files of one schema are typed and judged in one statement; a file of another schema is
+    staged alone; each row keeps its file's position in the day, its name and its row number, exactly as when
+    every file is staged on its own (which is also what a failed statement of a group falls back to)."""
+    from tokenledger import lake
+    from tokenledger.ingest import stage_gateway_files
+    from tokenledger.landing import LandingFile
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    paths = []
+    for name, values in (("h00", "('a1', 10), ('a2', -5)"), ("h01", "('b1', 7)"), ("h02", "('c1', 3), ('c2', 4)")):
+        path = tmp_path / f"{name}.parquet"
+        con.execute(f"COPY (SELECT request_id, input_tokens::BIGINT AS input_tokens FROM (VALUES {values}) "
+                    f"v(request_id, input_tokens)) TO '{path}' (FORMAT PARQUET)")
+        paths.append(path)
+    other = tmp_path / "h03.parquet"  # input_tokens as text: another shape
+    con.execute(f"COPY (SELECT 'd1' AS request_id, '12' AS input_tokens) TO '{other}' (FORMAT PARQUET)")
+    files = [LandingFile(p, "parquet") for p in [*paths, other]]
+
+    def staged_rows(stage: Path) -> tuple[list[str], list[tuple]]:
+        staged = stage_gateway_files(con, files, stage, first_index=2)
+        got = con.execute("SELECT file_index, source_file, source_line, request_id, input_tokens, reason "
+                          "FROM read_parquet($f) ORDER BY file_index, source_line",
+                          {"f": [str(p) for p in staged]}).fetchall()
+        return sorted(p.name for p in staged), got
+
+    names, together = staged_rows(tmp_path / "together")
+    assert names == ["000005.parquet", "parquet-000002.parquet"]
+    assert [(i, Path(f).name, line, rid, tokens) for i, f, line, rid, tokens, _ in together] == [
+        (2, "h00.parquet", 1, "a1", 10), (2, "h00.parquet", 2, "a2", -5), (3, "h01.parquet", 1, "b1", 7),
+        (4, "h02.parquet", 1, "c1", 3), (4, "h02.parquet", 2, "c2", 4), (5, "h03.parquet", 1, "d1", 12)]
+    assert "input_tokens: -5 is below the minimum 0" in together[1][5]
+
+    # A group's statement that fails is staged file by file: the same rows.
+    write_query = lake.write_query
+
+    def failing_for_groups(con, query, target, params=None, fmt="parquet"):
+        if target.name.startswith("parquet-"):
+            raise duckdb.InvalidInputException("simulated")
+        return write_query(con, query, target, params, fmt)
+
+    monkeypatch.setattr(lake, "write_query", failing_for_groups)
+    names, alone = staged_rows(tmp_path / "alone")
+    assert names == ["000002.parquet", "000003.parquet", "000004.parquet", "000005.parquet"]
+    assert alone == together
