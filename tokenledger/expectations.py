@@ -332,6 +332,7 @@ def _count_together(con: duckdb.DuckDBPyConnection, table: Table, columns: dict[
     A day left out (alone in its schema, or in a group whose statement DuckDB cannot run, such as a column of
     the wrong type) is for `_count_day`, which names the rule DuckDB cannot evaluate."""
     grouped = [i for i, r in enumerate(rules) if not r.set_rule]
+    set_rules = [i for i, r in enumerate(rules) if r.set_rule]
     by_schema: dict[tuple[tuple[str, str], ...], list[Any]] = {}
     for day, schema in day_schemas.items():
         by_schema.setdefault(schema, []).append(day)
@@ -354,12 +355,11 @@ def _count_together(con: duckdb.DuckDBPyConnection, table: Table, columns: dict[
             counted: list[tuple[int, int] | str] = [(0, 0)] * len(rules)
             for j, i in enumerate(grouped):
                 counted[i] = (int(row[1 + 2 * j]), int(row[2 + 2 * j]))
-            set_rules = [r for r in rules if r.set_rule]
             if set_rules:
                 cte_day = _day_relation(table, columns, {name for name, _ in schema})
                 _, set_counted = _count_day(con, cte_day, table.name, {"file": literal_path(present_days[day])},
-                                            set_rules)
-                for i, outcome in zip([i for i, r in enumerate(rules) if r.set_rule], set_counted, strict=True):
+                                            [rules[i] for i in set_rules])
+                for i, outcome in zip(set_rules, set_counted, strict=True):
                     counted[i] = outcome
             out[day] = (int(row[0]), counted)
     return out

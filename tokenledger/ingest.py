@@ -181,6 +181,13 @@ def _passthrough(file_index: int, source: str) -> list[str]:
             "line_problem IS NULL AS is_record", f"'{source}' AS source"]
 
 
+# The passthrough of files staged together: a row's file_index is its file's position in the statement's list of
+# files; the day's file_index and the file's name are looked up from it ($indexes, $files).
+_LISTED_PASSTHROUGH = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
+                       "list_extract($files, file_index + 1) AS source_file", "source_line",
+                       "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source"]
+
+
 def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
     """`keep_raw` and its parameters for staging a day's canonical files (None: keep raw for every row)."""
     if window is None:
@@ -219,11 +226,8 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
         if len(indexes) > 1 and "file_index" not in dict(shape[0]):
             target = stage_dir / f"parquet-{indexes[0]:06d}.parquet"
             paths = [files[i].path for i in indexes]
-            passthrough = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
-                           "list_extract($files, file_index + 1) AS source_file", "source_line",
-                           "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source"]
             query = validation_query(table, _parquet_text_relation(con, files[indexes[0]], table, shape, paths),
-                                     passthrough, gate="line_problem", kinds=True, keep_raw=keep_raw)
+                                     _LISTED_PASSTHROUGH, gate="line_problem", kinds=True, keep_raw=keep_raw)
             try:
                 lake.write_query(con, query, target, {"indexes": indexes, "files": [str(p) for p in paths], **day})
                 staged.append(target)
@@ -248,16 +252,12 @@ def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
     table = load_contract("gateway_request").table()
     indexes = list(files)
     paths = [files[i].path for i in indexes]
-    # file_index of the lines is the position in `paths`; the day's file_index and name are looked up from it.
-    passthrough = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
-                   "list_extract($files, file_index + 1) AS source_file", "source_line",
-                   "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source"]
     keep_raw, day = _day_params(window)
     params = {"indexes": indexes, "files": [str(p) for p in paths], **day}
     try:
         with jsonl_lines(con, paths) as (cur, lines):
-            query = validation_query(table, _jsonl_text_relation(table, lines), passthrough, gate="line_problem",
-                                     kinds=True, keep_raw=keep_raw)
+            query = validation_query(table, _jsonl_text_relation(table, lines), _LISTED_PASSTHROUGH,
+                                     gate="line_problem", kinds=True, keep_raw=keep_raw)
             lake.write_query(cur, query, target, params)
     except (duckdb.Error, LedgerError):
         if len(files) == 1:
