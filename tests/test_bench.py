@@ -34,3 +34,17 @@ def test_bare_read_and_pandas_peer_see_every_row_of_the_generated_day(tmp_path):
 def test_verdicts_judge_only_what_was_measured():
     result = {"days": [{"requests_per_day_asked": 2000}], "fixed": None}
     assert [v["verdict"] for v in verdicts(result)] == ["not measured"]
+
+
+def test_the_backfill_is_judged_only_at_the_issue_s_size_and_both_ways():
+    def backfill(days, requests, ours, theirs, ok=True):
+        return {"days": days, "requests_per_day_asked": requests, "ok": ok,
+                "tokenledger_run": {"wall_s": ours}, "dagster_materialize": {"wall_s": theirs}}
+
+    judged = verdicts({"days": [], "fixed": None, "backfill": backfill(30, 20_000, 118.5, 126.7)})
+    month = [v for v in judged if "30-day backfill" in v["target"]]
+    assert [(v["verdict"], v["measured"]) for v in month] == [("met", "118.5 s"), ("NOT met", "126.7 s")]
+    failed = verdicts({"days": [], "fixed": None, "backfill": backfill(30, 20_000, 100.0, 100.0, ok=False)})
+    assert [v["verdict"] for v in failed if "30-day backfill" in v["target"]] == ["NOT met", "NOT met"]
+    smaller = verdicts({"days": [], "fixed": None, "backfill": backfill(2, 500, 10.0, 10.0)})
+    assert not [v for v in smaller if "30-day backfill" in v["target"]]

@@ -12,7 +12,10 @@ files:
 5. the Dagster step durations of the run, read from the home's Dagster instance (the five slowest are reported).
 
 Then the fixed cost of a day: `--fixed-days` small days (`--fixed-requests` each) through one ranged
-`tokenledger run --start --end`, reported per day (each day's Dagster run) and for the whole command.
+`tokenledger run --start --end`, reported per day (each day's Dagster run) and for the whole command. Then a
+backfill: `--backfill-days` days (default 30) of `--backfill-requests` (default 20,000) generated once, copied, and
+run both ways a user would backfill them: `tokenledger run --start --end`, and one `dagster asset materialize
+--partition-range` on the copy (its `.dagster/dagster.yaml` the one tokenledger writes).
 
 Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
 are its own (not the running maximum of all children). The table is printed and written to `<home>/bench.json`.
@@ -35,6 +38,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 DEFAULT_DAY = date(2026, 11, 17)  # a Tuesday: a weekday carries the full --requests-per-day
 FIXED_START = date(2026, 11, 16)  # Monday: five weekdays from here
+BACKFILL_START = date(2026, 10, 1)
 TOP_STEPS = 5
 
 
@@ -48,13 +52,14 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def spawn(command: list[str], log: Path) -> dict:
+def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> dict:
     """Run `command` to completion, its output to `log`; its own wall time, CPU time and peak RSS (`os.wait4`
     reports the rusage of that child alone, its descendants included)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=_child_env(), cwd=PROJECT)
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**_child_env(), **(env or {})},
+                                cwd=PROJECT)
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return {"exit_code": proc.returncode, "wall_s": round(time.perf_counter() - start, 2),
@@ -294,6 +299,37 @@ def bench_fixed(root: Path, days: int, requests: int) -> dict:
             "wall_s_per_day": round(run["wall_s"] / days, 2)}
 
 
+def bench_backfill(root: Path, days: int, requests: int) -> dict:
+    """`days` days of `requests` backfilled through `tokenledger run --start --end` and, on a copy of the same
+    landing zone, through one Dagster ranged run."""
+    from tokenledger.cli import DAGSTER_YAML
+
+    home, copy = root / "backfill", root / "backfill-dagster"
+    for folder in (home, copy):
+        shutil.rmtree(folder, ignore_errors=True)
+    logs = root / "logs" / "backfill"
+    end = BACKFILL_START + timedelta(days=days - 1)
+    print(f"[backfill] {days} days of {requests:,} requests, through tokenledger run and a Dagster ranged run ...",
+          flush=True)
+    generated = phase("generate", logs / "generate.log", "--home", str(home), "--day", BACKFILL_START.isoformat(),
+                      "--days", str(days), "--requests", str(requests))
+    shutil.copytree(home, copy, symlinks=True)
+    ours = spawn(_run_command(home, BACKFILL_START, end), logs / "tokenledger-run.log")
+    (copy / ".dagster").mkdir(exist_ok=True)
+    (copy / ".dagster" / "dagster.yaml").write_text(DAGSTER_YAML)
+    theirs = spawn([sys.executable, "-m", "dagster", "asset", "materialize", "-m", "pipelines.definitions",
+                    "--select", "*", "--partition-range", f"{BACKFILL_START.isoformat()}...{end.isoformat()}"],
+                   logs / "dagster-materialize.log",
+                   env={"TOKENLEDGER_HOME": str(copy), "DAGSTER_HOME": str(copy / ".dagster")})
+    runs = {name: phase("dagster", logs / f"dagster-{name}.log", "--home", str(folder))["runs"]
+            for name, folder in (("tokenledger", home), ("dagster", copy))}
+    return {"days": days, "requests_per_day_asked": requests, "requests": generated["requests"],
+            "start": BACKFILL_START.isoformat(), "end": end.isoformat(), "generate": generated,
+            "tokenledger_run": ours, "dagster_materialize": theirs,
+            "ok": ours["exit_code"] == 0 and theirs["exit_code"] == 0 and bool(runs["dagster"])
+            and all(r["status"] == "SUCCESS" for r in runs["dagster"]), "runs": runs}
+
+
 def verdicts(result: dict) -> list[dict]:
     """The issue's targets, judged only where this run measured them."""
     out = []
@@ -322,6 +358,14 @@ def verdicts(result: dict) -> list[dict]:
     if fixed and fixed["requests_per_day_asked"] <= 1000 and fixed["seconds_per_day_in_run"] is not None:
         add("a 1,000-request day <= 3 s inside a ranged run", f"{fixed['seconds_per_day_in_run']} s a day "
             f"(Dagster run), {fixed['wall_s_per_day']} s a day (whole command)", fixed["seconds_per_day_in_run"] <= 3)
+    backfill = result.get("backfill")
+    if backfill and backfill["days"] == 30 and backfill["requests_per_day_asked"] == 20_000:
+        for name, key in (("tokenledger run --start --end", "tokenledger_run"),
+                          ("a Dagster ranged run", "dagster_materialize")):
+            process = backfill[key]
+            add(f"a 30-day backfill of 20k-request days <= 120 s through {name}",
+                f"{process['wall_s']} s" + ("" if backfill["ok"] else " (a run FAILED)"),
+                process["wall_s"] <= 120 and backfill["ok"])
     return out
 
 
@@ -347,6 +391,15 @@ def print_table(result: dict) -> None:
         print(f"| {fixed['days']} days of ~{fixed['requests_per_day_asked']:,} (`run --start --end`) | "
               f"{fixed['generate']['process']['wall_s']} s | {fixed['run']['wall_s']} s ({fixed['wall_s_per_day']} s "
               f"a day) | {fixed['seconds_per_day_in_run']} s a day | {_mb(fixed['run']['peak_rss_mb'])} | | | | | |")
+    backfill = result.get("backfill")
+    if backfill:
+        label = f"{backfill['days']} days of ~{backfill['requests_per_day_asked']:,}"
+        for name, key in (("`run --start --end`", "tokenledger_run"),
+                          ("`dagster asset materialize`", "dagster_materialize")):
+            process = backfill[key]
+            print(f"| {label} ({name}) | {backfill['generate']['process']['wall_s']} s | {process['wall_s']} s "
+                  f"(CPU {process['cpu_s']} s){'' if process['exit_code'] == 0 else ' (FAILED)'} | | "
+                  f"{_mb(process['peak_rss_mb'])} | | | | | |")
     for d in result["days"]:
         steps = ", ".join(f"{s['step']} {s['seconds']} s" for s in d["slowest_steps"])
         print(f"\nslowest steps of the {d['requests']:,}-request day ({d['steps']} steps, {d['steps_seconds']} s "
@@ -364,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--day", type=date.fromisoformat, default=DEFAULT_DAY)
     parser.add_argument("--fixed-days", type=int, default=5, help="small days in the ranged run (0: none)")
     parser.add_argument("--fixed-requests", type=int, default=1000, help="requests of each small day")
+    parser.add_argument("--backfill-days", type=int, default=30, help="days of the backfill measured (0: none)")
+    parser.add_argument("--backfill-requests", type=int, default=20_000, help="requests of each backfilled day")
     parser.add_argument("--pandas-max-requests", type=int, default=10_000_000,
                         help="skip the pandas peer above this many requests (default: 10,000,000)")
     parser.add_argument("--keep", action="store_true", help="keep the day homes (default: delete them at the end)")
@@ -399,6 +454,11 @@ def main(argv: list[str] | None = None) -> int:
         result["fixed"] = bench_fixed(root, args.fixed_days, args.fixed_requests)
         if not args.keep:
             shutil.rmtree(root / "fixed", ignore_errors=True)
+    if args.backfill_days > 0:
+        result["backfill"] = bench_backfill(root, args.backfill_days, args.backfill_requests)
+        if not args.keep:
+            for folder in ("backfill", "backfill-dagster"):
+                shutil.rmtree(root / folder, ignore_errors=True)
     children = [("bench itself", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)]
     for d in result["days"]:
         children += [(f"{d['requests']:,} {name}", (d[key].get("process") or d[key])["peak_rss_mb"])
@@ -407,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
             children.append((f"{d['requests']:,} pandas", d["pandas"]["process"]["peak_rss_mb"]))
     if result.get("fixed"):
         children.append(("fixed-cost run", result["fixed"]["run"]["peak_rss_mb"]))
+    if result.get("backfill"):
+        children += [("backfill tokenledger run", result["backfill"]["tokenledger_run"]["peak_rss_mb"]),
+                     ("backfill Dagster ranged run", result["backfill"]["dagster_materialize"]["peak_rss_mb"])]
     name, peak = max(children, key=lambda c: c[1])
     result["peak_rss_mb"], result["peak_rss_child"] = round(peak, 1), name
     # Cross-check: RUSAGE_CHILDREN's ru_maxrss is the largest single descendant, never a sum.
@@ -418,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print_table(result)
     print(f"\nwritten to {out}")
-    return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) else 1
+    return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) \
+        and result.get("backfill", {}).get("ok", True) else 1
 
 
 if __name__ == "__main__":
