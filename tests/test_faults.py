@@ -520,3 +520,37 @@ def test_merge_keys_still_work_within_the_bound(tmp_path: Path) -> None:
         gpus = con.execute("SELECT list(gpus ORDER BY valid_from) FROM cfg_deployments "
                            "WHERE deployment_id = 'm70-h100'").fetchone()[0]
     assert gpus == [16, 24]
+
+
+def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_edit(tmp_path: Path) -> None:
+    """A step's connection reads the config checked once per process; an edit between two steps is read and
+    checked again, and no connection reads the earlier version afterwards; a database on disk gets no table."""
+    layout, _ = _fatal_home(tmp_path)
+
+    def gpus(con: duckdb.DuckDBPyConnection) -> list[int]:
+        return con.execute("SELECT list(gpus ORDER BY valid_from) FROM cfg_deployments "
+                           "WHERE deployment_id = 'm70-h100'").fetchone()[0]
+
+    db = duckdb.connect()
+    steps = [db.cursor() for _ in range(4)]
+    for step in steps[:3]:
+        load_config(step, layout)
+        assert gpus(step) == [16, 24]
+    shared = db.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary AND table_name LIKE 'cfg%'")
+    assert shared.fetchone()[0] == 11  # made once, when the second step found the files unchanged
+    deployments = layout.config / "deployments.yaml"
+    deployments.write_text(deployments.read_text().replace("gpus: 24", "gpus: 32"))
+    load_config(steps[3], layout)  # read and checked again
+    assert gpus(steps[3]) == [16, 32]
+    for step in steps[:3]:
+        load_config(step, layout)
+        assert gpus(step) == [16, 32]
+    deployments.write_text(deployments.read_text().replace("gpus: 32", "gpus: -1"))
+    with pytest.raises(ConfigError, match="deployments.yaml"):
+        load_config(db.cursor(), layout)
+    on_disk = duckdb.connect(str(tmp_path / "file.duckdb"))
+    deployments.write_text(deployments.read_text().replace("gpus: -1", "gpus: 24"))
+    load_config(db.cursor(), layout)
+    load_config(on_disk, layout)
+    assert gpus(on_disk) == [16, 24]
+    assert on_disk.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary").fetchone()[0] == 0
