@@ -196,11 +196,13 @@ def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
 
 
 def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path,
-                           window: DayWindow | None = None) -> None:
-    """A canonical gateway Parquet file, typed and judged by the gateway_request contract."""
+                           window: DayWindow | None = None, shape: tuple | None = None) -> None:
+    """A canonical gateway Parquet file, typed and judged by the gateway_request contract (`shape`: its
+    `_parquet_shape`, when already read)."""
     table = load_contract("gateway_request").table()
     keep_raw, day = _day_params(window)
-    query = validation_query(table, _parquet_text_relation(con, file, table), _passthrough(file_index, CANONICAL),
+    query = validation_query(table, _parquet_text_relation(con, file, table, shape),
+                             _passthrough(file_index, CANONICAL),
                              gate="line_problem", kinds=True, keep_raw=keep_raw)
     try:
         lake.write_query(con, query, target, {"file": str(file.path), **day})
@@ -236,7 +238,7 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
                 target.unlink(missing_ok=True)
         for index in indexes:
             target = stage_dir / f"{index:06d}.parquet"
-            _stage_gateway_parquet(con, files[index], index, target, window)
+            _stage_gateway_parquet(con, files[index], index, target, window, shape)
             staged.append(target)
     return staged
 
