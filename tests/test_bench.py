@@ -48,3 +48,26 @@ def test_the_backfill_is_judged_only_at_the_issue_s_size_and_both_ways():
     assert [v["verdict"] for v in failed if "30-day backfill" in v["target"]] == ["NOT met", "NOT met"]
     smaller = verdicts({"days": [], "fixed": None, "backfill": backfill(2, 500, 10.0, 10.0)})
     assert not [v for v in smaller if "30-day backfill" in v["target"]]
+
+
+def test_a_100m_day_is_generated_in_parts_and_judged_against_the_10m_days_memory():
+    from tokenledger.bench import parts_for
+
+    assert [parts_for(n, 10_000_000) for n in (1_000_000, 10_000_000, 10_000_001, 100_000_000)] == [1, 1, 2, 10]
+    assert parts_for(100_000_000, 2_500_000) == 40
+
+    def day(asked, wall, bare, rss, ok=True):
+        return {"requests_per_day_asked": asked, "run": {"wall_s": wall, "peak_rss_mb": rss}, "run_ok": ok,
+                "ratio_e2e_to_bare": round(wall / bare, 1), "pandas": {"skipped": "x"}, "e2e_us_per_request": 1}
+
+    alone = verdicts({"days": [day(100_000_000, 3600.0, 120.0, 5000.0)], "fixed": None})
+    huge = [v for v in alone if "100M" in v["target"]]
+    assert [(v["verdict"], v["measured"]) for v in huge] == [
+        ("met", "3600.0 s, 30.0x the bare read, 4.88 GB (bound 6.00 GB)")]
+    # Beside a 10M day the bound is its memory and a quarter: 4,000 MB -> 5,000 MB; the 10M targets judge the 10M day.
+    both = verdicts({"days": [day(10_000_000, 300.0, 12.0, 4000.0), day(100_000_000, 3600.0, 120.0, 5100.0)],
+                     "fixed": None})
+    assert [v["verdict"] for v in both if "100M" in v["target"]] == ["NOT met"]
+    assert [v["measured"] for v in both if "<= 10x" in v["target"]] == ["25.0x"]
+    failed = verdicts({"days": [day(100_000_000, 3600.0, 120.0, 3000.0, ok=False)], "fixed": None})
+    assert [v["verdict"] for v in failed if "100M" in v["target"]] == ["NOT met"]

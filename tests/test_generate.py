@@ -32,7 +32,8 @@ from tokenledger.generate import (
     knee_index,
 )
 from tokenledger.generate.gateway import generate_day
-from tokenledger.generate.scenario import BAD_ROW_KINDS, DEPLOYMENT_BY_ID, ISL_BUCKETS
+from tokenledger.generate.prefix import STREAM_SPAN
+from tokenledger.generate.scenario import BAD_ROW_KINDS, DEPLOYMENT_BY_ID, ISL_BUCKETS, STREAMS
 
 START = date(2026, 11, 16)  # a Monday
 DAYS = 7
@@ -128,6 +129,40 @@ def test_same_arguments_give_identical_files_and_days_do_not_depend_on_the_range
     assert _digests(other.home) != _digests(one.home)
 
 
+
+
+def test_a_day_in_parts_is_its_first_part_plus_slices_with_ids_of_their_own(tmp_path: Path) -> None:
+    """What `make bench` writes a 100M-request day with: part 0 of a day in 3 parts is byte for byte a one-part day
+    of a third of the volume; the other parts share no request, session or prompt block with it or each other
+    (only the streams' system prompts, ids below 2**20 * streams), and written by two workers they are the same."""
+    one = generate_landing_zone(tmp_path / "one", START, 1, 2_000, SEED)
+    parts = generate_landing_zone(tmp_path / "parts", START, 1, 6_000, SEED, parts=3, workers=2)
+    day = f"raw/gateway/dt={START.isoformat()}"
+    whole = {k: v for k, v in _digests(one.home).items() if k.startswith(day)}
+    sliced = {k: v for k, v in _digests(parts.home).items() if k.startswith(day)}
+    assert len(sliced) == 3 * len(whole) and whole.items() <= sliced.items()
+    assert sum(1 for k in sliced if "-p01-" in k) == sum(1 for k in sliced if "-p02-" in k) == len(whole)
+    assert len(parts.bad_rows) == len(one.bad_rows) == 8 and all("-p0" not in b.file for b in parts.bad_rows)
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE r AS SELECT coalesce(regexp_extract(filename, '-p(\\d\\d)-', 1), '') AS part, request_id, "
+        "session_id, "
+        "prefix_block_hashes AS h FROM read_json($f, filename = true, format = 'newline_delimited', "
+        "ignore_errors = true, columns = {request_id: 'VARCHAR', session_id: 'VARCHAR', "
+        "prefix_block_hashes: 'BIGINT[]'}) WHERE request_id IS NOT NULL",
+        {"f": str(parts.home / day / "*.jsonl*")})
+    shared = con.execute(
+        "SELECT (SELECT count(*) FROM (SELECT request_id FROM r GROUP BY 1 HAVING count(DISTINCT part) > 1)), "
+        "(SELECT count(*) FROM (SELECT session_id FROM r WHERE session_id IS NOT NULL GROUP BY 1 "
+        " HAVING count(DISTINCT part) > 1)), "
+        "(SELECT count(*) FROM (SELECT b FROM (SELECT unnest(h) AS b, part FROM r) WHERE b >= $streams GROUP BY b "
+        " HAVING count(DISTINCT part) > 1)), "
+        "(SELECT count(*) FROM (SELECT b FROM (SELECT unnest(h) AS b, part FROM r) WHERE b < $streams GROUP BY b "
+        " HAVING count(DISTINCT part) = 3)), "
+        "(SELECT count(DISTINCT part) FROM r)", {"streams": len(STREAMS) * STREAM_SPAN}).fetchone()
+    assert shared[:3] == (0, 0, 0) and shared[3] > 0 and shared[4] == 3
+    serial = generate_landing_zone(tmp_path / "serial", START, 1, 6_000, SEED, parts=3)
+    assert _digests(serial.home) == _digests(parts.home)
 def test_layout_and_summary(zone: GenerateSummary) -> None:
     home = zone.home
     for i in range(DAYS):

@@ -47,14 +47,18 @@ def _day(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
 
 
-def _days_per_run(text: str) -> int:
+def _positive(text: str, what: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days of at least 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number{what} of at least 1")
     return value
+
+
+def _days_per_run(text: str) -> int:
+    return _positive(text, " of days")
 
 
 def dagster_home_of(home: Path) -> Path:
@@ -96,7 +100,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     home = args.home.expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,
-                                    bad_rows_per_day=args.bad_rows_per_day, other_formats=not args.canonical_only)
+                                    bad_rows_per_day=args.bad_rows_per_day, other_formats=not args.canonical_only,
+                                    parts=args.parts, workers=args.workers)
     print(f"Wrote a sample landing zone to {home}:")
     print(f"  {summary.days} day(s) from {summary.start}: {summary.requests:,} requests in "
           f"{len(summary.gateway_files)} gateway files ({summary.rows_written:,} rows: {summary.duplicate_rows:,} "
@@ -383,6 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--canonical-only", action="store_true",
                      help="leave out the hosted-API models, their first-day logs in the LiteLLM, OpenAI and "
                           "Anthropic formats, and the vllm bench sweep")
+    gen.add_argument("--parts", type=_positive, default=1,
+                     help="write each day as this many slices of its requests, each with files of its own, so that "
+                          "a day larger than memory can be written (about 2.3 GB per million requests of a part) "
+                          "(default: 1)")
+    gen.add_argument("--workers", type=_positive, default=1,
+                     help="parts written at once, each in a process of its own (default: 1)")
     gen.set_defaults(func=cmd_generate)
 
     run = sub.add_parser("run", help="materialize every asset of a range of days, checks included")

@@ -9,15 +9,17 @@ request logs in the formats the adapters read (``adapter_logs.py``), and a load 
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date, timedelta
+from multiprocessing import get_context
 from pathlib import Path
 
 from .adapter_logs import FormatLog, write_adapter_logs
 from .billing import write_focus
 from .configs import write_configs
 from .fleet import initial_replicas
-from .gateway import BadRow, DaySummary, generate_day
+from .gateway import MAX_PARTS, BadRow, DaySummary, generate_day
 from .loadtest import (
     capacity_rps,
     default_steps,
@@ -78,7 +80,7 @@ class GenerateSummary:
 
 def generate_landing_zone(
     home: Path, start: date, days: int, requests_per_day: int, seed: int, bad_rows_per_day: int = 8,
-    other_formats: bool = False,
+    other_formats: bool = False, parts: int = 1, workers: int = 1,
 ) -> GenerateSummary:
     """Write ``raw/gateway``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from ``start``.
 
@@ -91,14 +93,27 @@ def generate_landing_zone(
     ``scenario.API_DEPLOYMENTS``, priced in costs.yaml and a LiteLLM price map in ``config/``, and the first day
     their request logs in ``raw/litellm``, ``raw/openai`` and ``raw/anthropic`` (a few hundred requests each,
     whatever the volume). Without it the landing zone is the canonical one the pipeline tests are calibrated on.
+
+    ``parts`` > 1 writes each day as that many slices of ``requests_per_day / parts`` requests, each served by a
+    fleet sized to it and written to files of its own (``gw-a-p03-...``), so that a day too large to hold in memory
+    (the generator holds a part's rows, ~2.3 GB per million requests) can be written; a part's requests, sessions
+    and prefix blocks are its own, and the inventory and the bill are sized to the whole day. Part 0 is what a
+    one-part day of ``requests_per_day / parts`` would hold, and it alone carries the bad rows. ``workers`` > 1
+    writes that many parts at once in child processes (writing one uses about one core).
     """
-    if days < 1 or requests_per_day < 0 or bad_rows_per_day < 0:
-        raise ValueError("days must be >= 1 and requests_per_day, bad_rows_per_day >= 0")
+    if days < 1 or requests_per_day < 0 or bad_rows_per_day < 0 or not 1 <= parts <= MAX_PARTS or workers < 1:
+        raise ValueError(f"days must be >= 1, requests_per_day and bad_rows_per_day >= 0, parts within "
+                         f"1..{MAX_PARTS} and workers >= 1")
     home = Path(home)
-    per_day = tuple(
-        generate_day(home, start, start + timedelta(days=i), requests_per_day, seed, bad_rows_per_day)
-        for i in range(days)
-    )
+    jobs = [(home, start, start + timedelta(days=i), requests_per_day // parts, seed,
+             bad_rows_per_day if part == 0 else 0, part) for i in range(days) for part in range(parts)]
+    if workers > 1 and len(jobs) > 1:
+        # spawn, not fork: a forked child would inherit whatever the parent holds (threads, DuckDB connections).
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn")) as pool:
+            written = list(pool.map(generate_day, *zip(*jobs, strict=True)))
+    else:
+        written = [generate_day(*job) for job in jobs]
+    per_day = tuple(DaySummary.merge(written[i * parts:(i + 1) * parts]) for i in range(days))
     focus = write_focus(home, start, days, seed, requests_per_day)
     configs = write_configs(home, start, seed, requests_per_day, hosted_api=other_formats)
     other = write_adapter_logs(home, start, seed) if other_formats else ()

@@ -47,6 +47,7 @@ MODELS = tuple(d.model for d in DEPLOYMENTS)
 DEPLOYMENT_IDS = tuple(d.deployment_id for d in DEPLOYMENTS)
 KV_BLOCK_TOKENS = np.array([d.kv_block_tokens for d in DEPLOYMENTS], dtype=np.int64)
 _SESSION_KEY_OFFSET = np.uint64(1 << 63)  # keeps session keys disjoint from request keys
+MAX_PARTS = 1 << 11  # day_key's bits 52-62
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,27 @@ class DaySummary:
     bad_rows: tuple[BadRow, ...]
     files: tuple[Path, ...]
 
+    @staticmethod
+    def merge(parts: list[DaySummary]) -> DaySummary:
+        """The summary of a day written in parts."""
+        return DaySummary(day=parts[0].day, requests=sum(p.requests for p in parts),
+                          rows_written=sum(p.rows_written for p in parts),
+                          duplicate_rows=sum(p.duplicate_rows for p in parts),
+                          bad_rows=tuple(b for p in parts for b in p.bad_rows),
+                          files=tuple(f for p in parts for f in p.files))
 
-def day_key(day: date, index: np.ndarray) -> np.ndarray:
-    return (np.uint64(day.toordinal()) << np.uint64(32)) | index.astype(np.uint64)
+
+def day_key(day: date, index: np.ndarray, part: int = 0) -> np.ndarray:
+    """A key unique to (part, day, index): the day's ordinal (below 2**20) in bits 32-51, the part in bits 52-62
+    (0 for a day generated whole, so its keys are those of a one-part day)."""
+    if not 0 <= part < MAX_PARTS:
+        raise ValueError(f"part {part} is outside 0..{MAX_PARTS - 1}")
+    return (np.uint64(part) << np.uint64(52)) | (np.uint64(day.toordinal()) << np.uint64(32)) | index.astype(np.uint64)
+
+
+def _part_keys(part: int) -> tuple[str, ...]:
+    """What a part adds to its random streams' keys: nothing for part 0, so a day generated whole is unchanged."""
+    return () if part == 0 else (f"part-{part}",)
 
 
 # ------------------------------------------------------------------------------------------------ traffic
@@ -157,8 +176,9 @@ def serve(
     )
 
 
-def day_traffic(start: date, day: date, requests_per_day: int, seed: int) -> Traffic:
-    """Every request of ``day``, in no particular order."""
+def day_traffic(start: date, day: date, requests_per_day: int, seed: int, part: int = 0) -> Traffic:
+    """Every request of ``day`` (of its ``part``, a slice of the day's traffic with streams of its own), in no
+    particular order."""
     parts = []
     for di, dep in enumerate(DEPLOYMENTS):
         shape = load_shape(seed, day, dep)
@@ -167,20 +187,20 @@ def day_traffic(start: date, day: date, requests_per_day: int, seed: int) -> Tra
             if stream.deployment_id != dep.deployment_id:
                 continue
             b = stream_batch(
-                rng_for(seed, day, stream.name),
+                rng_for(seed, day, stream.name, *_part_keys(part)),
                 stream,
                 daily_per_minute(requests_per_day * stream.share, shape),
             )
             batches.append(b)
             skey = (
-                day_key(day, (np.uint64(si) << np.uint64(24)) | b.session.astype(np.uint64))
+                day_key(day, (np.uint64(si) << np.uint64(24)) | b.session.astype(np.uint64), part)
                 + _SESSION_KEY_OFFSET
             )
             keys.append(np.where(b.session >= 0, mix64(skey), np.uint64(0)))
         reps = replicas_per_minute(dep, start, day, requests_per_day).astype(float)
         # Replicas' worth of work arriving each minute: the volume's expected work along the day's shape.
         demand = mean_work_rate(dep.deployment_id, requests_per_day) * shape
-        rng = rng_for(seed, day, dep.deployment_id, "serve")
+        rng = rng_for(seed, day, dep.deployment_id, "serve", *_part_keys(part))
         parts.append(
             serve(rng, di, Batch.concat(batches), np.concatenate(keys), demand, reps, PRODUCTION_OUTCOMES)
         )
@@ -205,9 +225,9 @@ def file_index(node: np.ndarray, t_ms: np.ndarray) -> np.ndarray:
     return (_NODE_FIRST_FILE[node] + np.where(_IS_PARQUET[node], 0, chunk)).astype(np.int8)
 
 
-def file_names(day: date) -> list[str]:
-    """The day's gateway files, in :func:`file_index` order."""
-    stamp = day.strftime("%Y%m%d")
+def file_names(day: date, part: int = 0) -> list[str]:
+    """The day's gateway files (of its ``part``: ``gw-a-p03-...`` for part 3), in :func:`file_index` order."""
+    stamp = day.strftime("%Y%m%d") if part == 0 else f"p{part:02d}-{day.strftime('%Y%m%d')}"
     names = []
     for node, _, _, fmt in GATEWAY_NODES:
         if fmt == "parquet":
@@ -358,15 +378,17 @@ def write_files(
 
 
 def generate_day(
-    home: Path, start: date, day: date, requests_per_day: int, seed: int, bad_rows_per_day: int
+    home: Path, start: date, day: date, requests_per_day: int, seed: int, bad_rows_per_day: int, part: int = 0
 ) -> DaySummary:
-    """Generate and write the gateway logs of ``day``."""
-    tr = day_traffic(start, day, requests_per_day, seed)
+    """Generate and write the gateway logs of ``day``; with ``part`` > 0, one more slice of it (see
+    :func:`tokenledger.generate.generate_landing_zone`'s ``parts``): ``requests_per_day`` requests served by a fleet
+    sized to them, with request and session ids, prefix hashes, random streams and file names of its own."""
+    tr = day_traffic(start, day, requests_per_day, seed, part)
     order = np.lexsort((tr.deployment, tr.batch.t_ms))
     tr = tr.take(order)
     n = len(tr)
-    uid = mix64(day_key(day, np.arange(n, dtype=np.uint64)))
-    rng = rng_for(seed, day, "files")
+    uid = mix64(day_key(day, np.arange(n, dtype=np.uint64), part))
+    rng = rng_for(seed, day, "files", *_part_keys(part))
     node = rng.choice(len(GATEWAY_NODES), size=n, p=[w for _, w, _, _ in GATEWAY_NODES]).astype(np.int64)
 
     # Duplicates: the same request logged again by another node, finishing a little later.
@@ -390,7 +412,7 @@ def generate_day(
         plain, late_chunk_ms + rng.integers(0, MS_PER_DAY - late_chunk_ms, len(kinds)), bad_tr.batch.t_ms
     )
     _corrupt(bad_tr, bad_kind, rng)
-    bad_uid = mix64(day_key(day, np.arange(n, n + len(kinds), dtype=np.uint64)))
+    bad_uid = mix64(day_key(day, np.arange(n, n + len(kinds), dtype=np.uint64), part))
 
     all_tr = Traffic.concat([tr, dup_tr, bad_tr])
     all_uid = np.concatenate([uid, uid[dup], bad_uid])
@@ -406,9 +428,9 @@ def generate_day(
     day0_ms = int(datetime.combine(day, time(0), tzinfo=UTC).timestamp() * 1000)
     b = all_tr.batch
     hashes = prefix_block_hashes(day, b.input_tokens, KV_BLOCK_TOKENS[all_tr.deployment], b.stream, b.stream_prefix,
-                                 all_tr.session_key, b.session_prefix, all_uid, all_bad < 0)
+                                 all_tr.session_key, b.session_prefix, all_uid, all_bad < 0, part)
     table = to_arrow(all_tr, day0_ms, all_uid, uid_null, all_node, file, all_bad, hashes)
-    names = file_names(day)
+    names = file_names(day, part)
     folder = home / "raw" / "gateway" / f"dt={day.isoformat()}"
     con = connect()
     paths = write_files(con, table, folder, names)

@@ -18,7 +18,9 @@ Like Mooncake's, the hashes are compact ids rather than 64-bit digests, which ke
 hashes a coding step) about half the size to write and read: a stream's system-prompt blocks are
 ``stream * 2**20 + j`` on every day; a day's other blocks are numbered from ``(days since 2020-01-01) * 10**8``, a
 run of consecutive ids per session and per request, so ids never repeat across days. A day of 1M requests names
-~7M distinct blocks (an agent session's steps share theirs), so 10**8 a day holds ~14M requests a day.
+~7M distinct blocks (an agent session's steps share theirs), so 10**8 a day holds ~14M requests a day. A day
+generated in parts numbers each further part's blocks from ``part * 2**44`` up (its system prompts are the
+stream's, shared by every part), so a part holds ~14M requests.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 STREAM_SPAN = 1 << 20  # ids per stream's system prompt: more blocks than any prompt has
-DAY_SPAN = 10**8  # ids per day
+DAY_SPAN = 10**8  # ids per day (per part of a day)
+PART_SPAN = 1 << 44  # part p > 0 of a day numbers its blocks from p * 2**44 above the day's: beyond any day's ids
 _EPOCH = date(2020, 1, 1).toordinal()
 
 
@@ -59,6 +62,7 @@ def prefix_block_hashes(
     session_prefix: np.ndarray,
     request_key: np.ndarray,
     valid: np.ndarray,
+    part: int = 0,
 ) -> pa.LargeListArray:
     """``ceil(input_tokens / block_tokens)`` hashes per row (null where ``valid`` is false), vectorized.
 
@@ -72,7 +76,7 @@ def prefix_block_hashes(
     in_stream = np.minimum(stream_prefix, inp) // block
     in_session = np.where(session_key != 0, np.maximum(np.minimum(session_prefix, inp) // block, in_stream), in_stream)
 
-    day_base = (day.toordinal() - _EPOCH) * DAY_SPAN
+    day_base = (day.toordinal() - _EPOCH) * DAY_SPAN + part * PART_SPAN
     session_base, sessions = np.zeros(len(inp), dtype=np.int64), 0
     has = np.flatnonzero(valid & (session_key != 0))
     session_base[has], sessions = _first_base(session_key[has], (in_session - in_stream)[has])
@@ -80,7 +84,7 @@ def prefix_block_hashes(
     request_base[valid], requests = _first_base(request_key[valid], (blocks - in_session)[valid])
     if sessions + requests > DAY_SPAN:
         raise ValueError(f"{day}: {sessions + requests:,} distinct prompt blocks exceed the {DAY_SPAN:,} ids of a day "
-                         "(tokenledger/generate/prefix.py); generate fewer requests a day")
+                         "(tokenledger/generate/prefix.py); generate fewer requests a day, or the day in more parts")
 
     # Each row's blocks are three runs of consecutive ids: id = run's first id + (position - run's first position).
     lengths = np.stack([in_stream, in_session - in_stream, blocks - in_session], axis=1).ravel()
