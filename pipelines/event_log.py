@@ -3,10 +3,19 @@
 A ranged run of a month writes about 2,000 events: each asset's planned and done materialization of every day,
 every step's start and end. Dagster's SQLite storage builds a new SQLAlchemy engine for every read and write, so
 each statement is compiled again and each event is its own transaction: 11-17 ms a materialization on the 2-core
-machine, a tenth of a month's backfill. This storage differs in two ways only, and stores the same rows:
+machine, a tenth of a month's backfill. This storage differs in these ways only, and stores the same rows:
 
-- one engine per database file for the life of the process (still without a connection pool, so no connection
-  or lock is held between uses): statements are compiled once, an event costs 7-9 ms;
+- one engine per database file for the life of the process: statements are compiled once;
+- its connections kept open between uses (SQLAlchemy's default pool for a SQLite file, where Dagster's storage
+  passes none; every use holds the storage's lock, so one connection serves). The files are in WAL mode, where closing a file's
+  last connection checkpoints the WAL into the database and deletes it: with a connection per use, as Dagster's
+  storage opens them, every event paid a checkpoint (a one-day run: 983 closes, 0.4 s, and 1.2 s in connecting
+  of a 6.6 s profile). An open connection holds no lock between transactions (the pool rolls back whatever a
+  use left open), so other processes write the same files as before;
+- `synchronous=NORMAL`, SQLite's setting for WAL: a commit is written to the WAL without waiting for the disk
+  (884 commits of a one-day run: 0.59 s -> 0.07 s). A process that is killed loses nothing; a power cut can lose
+  the last events before it, never the file, and a run whose events stop short is marked failed by run
+  monitoring (dagster.yaml);
 - the events Dagster hands over as one batch (a run's planned materializations, a step's materializations of its
   days) are written in two transactions, one per database file, instead of two per event.
 
@@ -33,14 +42,20 @@ from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 # Events per batch: a month's planned materializations (27 assets x 31 days) fit in one.
 BATCH_SIZE = "1000"
 # Engines kept per process: a run writes to its own file and the index; the UI reads many runs' files.
 MAX_ENGINES = 32
 _BATCHED = ASSET_EVENTS | ASSET_CHECK_EVENTS
+
+
+def _relaxed_sync(dbapi_connection: Any, _record: Any) -> None:
+    """SQLite's recommended durability for WAL mode (module docstring), on each connection as it is opened."""
+    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
 class LedgerEventLogStorage(SqliteEventLogStorage):
@@ -64,8 +79,9 @@ class LedgerEventLogStorage(SqliteEventLogStorage):
     def _engine(self, shard: str) -> Engine:
         engine = self._engines.pop(shard, None)
         if engine is None:
-            engine = create_engine(self.conn_string_for_shard(shard), poolclass=NullPool,
+            engine = create_engine(self.conn_string_for_shard(shard), poolclass=QueuePool,
                                    connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
+            event.listen(engine, "connect", _relaxed_sync)
             while len(self._engines) >= MAX_ENGINES:
                 self._engines.popitem(last=False)[1].dispose()
         self._engines[shard] = engine  # most recently used last
