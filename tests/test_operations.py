@@ -3,7 +3,9 @@ that dies or fails midway leaves the published days exactly as they were."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import shutil
 import signal
@@ -74,12 +76,18 @@ def _home_from(landing: Path, tmp_path: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def day_by_day(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference: `tokenledger run` over the week, one Dagster run per day (its default is ranged runs)."""
+    """The reference: `tokenledger run` over the week, one Dagster run per day (its default is ranged runs), in
+    this process (the other ways of running the week below start processes of their own)."""
+    from tokenledger.cli import main
+
     home = _home_from(landing, tmp_path_factory.mktemp("day_by_day"), "home")
-    proc = _cli(home, START, END, "--days-per-run", "1")
-    out, _ = proc.communicate(timeout=TIMEOUT_S)
-    assert proc.returncode == 0, out
-    assert out.count("  published") == DAYS
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()) as out, \
+            contextlib.redirect_stderr(out):
+        for name in ("TOKENLEDGER_HOME", "DAGSTER_HOME"):  # main() points them at the home: restored after
+            mp.setenv(name, os.environ.get(name, ""))
+        code = main(["run", "--home", str(home), "--start", str(START), "--end", str(END), "--days-per-run", "1"])
+    assert code == 0, out.getvalue()
+    assert out.getvalue().count("  published") == DAYS
     return home
 
 
