@@ -7,11 +7,11 @@ machine, a tenth of a month's backfill. This storage differs in these ways only,
 
 - one engine per database file for the life of the process: statements are compiled once;
 - its connections kept open between uses (SQLAlchemy's default pool for a SQLite file, where Dagster's storage
-  passes none; every use holds the storage's lock, so one connection serves). The files are in WAL mode, where closing a file's
-  last connection checkpoints the WAL into the database and deletes it: with a connection per use, as Dagster's
-  storage opens them, every event paid a checkpoint (a one-day run: 983 closes, 0.4 s, and 1.2 s in connecting
-  of a 6.6 s profile). An open connection holds no lock between transactions (the pool rolls back whatever a
-  use left open), so other processes write the same files as before;
+  asks for none; every use holds the storage's lock, so one connection serves). The files are in WAL mode, where
+  closing a file's last connection checkpoints the WAL into the database and deletes it: with a connection per
+  use, as Dagster's storage opens them, every event paid a checkpoint (a one-day run: 983 closes, 0.4 s, and
+  1.2 s in connecting of a 6.6 s profile). An open connection holds no lock between transactions (the pool rolls
+  back whatever a use left open), so other processes write the same files as before;
 - `synchronous=NORMAL`, SQLite's setting for WAL: a commit is written to the WAL without waiting for the disk
   (884 commits of a one-day run: 0.59 s -> 0.07 s). A process that is killed loses nothing; a power cut can lose
   the last events before it, never the file, and a run whose events stop short is marked failed by run
