@@ -76,3 +76,16 @@ def test_the_code_location_is_named_tokenledger() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dagster"]
     assert config["code_location_name"] == "tokenledger"
     assert config["module_name"] == "pipelines.definitions"
+
+
+def test_generate_refuses_what_it_cannot_write_in_one_line(tmp_path: Path, capsys) -> None:
+    """A day in more parts than request keys can number, or no day at all, is one line and exit code 2 before anything
+    is written; a part count below 1 is argparse's own error."""
+    args = ["generate", "--home", str(tmp_path / "home"), "--start", "2026-11-16", "--requests-per-day", "100"]
+    assert cli.main([*args, "--days", "0", "--parts", "5000"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --days 0 must be at least 1; --parts 5000 is more than the 2048 parts a day can have\n"
+    assert not (tmp_path / "home").exists()
+    with pytest.raises(SystemExit):
+        cli.main([*args, "--parts", "0"])
+    assert "--parts: '0' is not a whole number of at least 1" in capsys.readouterr().err

@@ -95,8 +95,17 @@ def use_home(home: Path) -> HomeLayout:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from tokenledger.generate import generate_landing_zone
+    from tokenledger.generate import MAX_PARTS, generate_landing_zone
 
+    wrong = [text for bad, text in (
+        (args.days < 1, f"--days {args.days} must be at least 1"),
+        (args.requests_per_day < 0, f"--requests-per-day {args.requests_per_day} must be at least 0"),
+        (args.bad_rows_per_day < 0, f"--bad-rows-per-day {args.bad_rows_per_day} must be at least 0"),
+        (args.parts > MAX_PARTS, f"--parts {args.parts} is more than the {MAX_PARTS} parts a day can have"),
+    ) if bad]
+    if wrong:
+        print("error: " + "; ".join(wrong), file=sys.stderr)
+        return 2
     home = args.home.expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,

@@ -48,6 +48,7 @@ __all__ = [
     "DaySummary",
     "FormatLog",
     "GenerateSummary",
+    "MAX_PARTS",
     "capacity_rps",
     "default_steps",
     "generate_landing_zone",
