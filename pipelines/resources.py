@@ -31,6 +31,9 @@ OPTIONAL_DIRS = {
     "exports_dir": "TOKENLEDGER_EXPORTS_DIR",
     "reports_dir": "TOKENLEDGER_REPORTS_DIR",
 }
+# Settings a `tokenledger run` user may need without Dagster run config: a very large day can need more memory
+# than DuckDB's default limit (what the out-of-memory message says to raise).
+OPTIONAL_SETTINGS = {"duckdb_memory_limit": "TOKENLEDGER_DUCKDB_MEMORY_LIMIT"}
 
 
 class LedgerResource(dg.ConfigurableResource):
@@ -127,5 +130,6 @@ def run_days(tags: dict[str, str]) -> list[date]:
 
 def ledger_resource() -> LedgerResource:
     """The resource as configured by the environment; optional overrides only when their variable is set."""
-    overrides = {field: dg.EnvVar(var) for field, var in OPTIONAL_DIRS.items() if os.getenv(var)}
+    overrides = {field: dg.EnvVar(var) for field, var in (OPTIONAL_DIRS | OPTIONAL_SETTINGS).items()
+                 if os.getenv(var)}
     return LedgerResource(home=dg.EnvVar("TOKENLEDGER_HOME"), **overrides)

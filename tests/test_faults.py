@@ -554,3 +554,16 @@ def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_
     load_config(on_disk, layout)
     assert gpus(on_disk) == [16, 24]
     assert on_disk.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary").fetchone()[0] == 0
+
+
+def test_duckdb_reaching_its_memory_limit_is_one_message_saying_what_to_raise(home: Path) -> None:
+    """What a 100M-request day met in core.capacity_windows and infra.slo_daily with the default 4 GB (README,
+    Performance), here with a limit no step can work in: the step fails with a message, not a traceback."""
+    from tests.conftest import materialize
+
+    result = materialize("2026-11-16", selection=["core/deployments_daily"], run_config={
+        "resources": {"ledger": {"config": {"home": str(home), "duckdb_memory_limit": "4MB"}}}})
+    text = failure_text(result)
+    assert not result.success
+    assert text.startswith("2026-11-16: DuckDB reached its memory limit (Out of Memory Error: "), text
+    assert "Raise it (TOKENLEDGER_DUCKDB_MEMORY_LIMIT, e.g. 8GB" in text and "Traceback" not in text

@@ -19,7 +19,7 @@ class InputFileError(LedgerError):
 
 
 class EnvironmentProblem(LedgerError):
-    """The machine, not the data: a full disk, a folder that cannot be written."""
+    """The machine, not the data: a full disk, a folder that cannot be written, DuckDB's memory limit reached."""
 
 
 # (what the message says, errno values, what to tell the user); the first that matches anywhere in the chain wins.
@@ -30,6 +30,10 @@ _PROBLEMS = (
     (("Read-only file system", "Permission denied"), (13, 30),
      "cannot write ({cause}) while {where}. tokenledger writes its lake, exports, locks and run history inside "
      "the home: make it writable (keep raw/ read-only with TOKENLEDGER_RAW_DIR if you like), then re-run."),
+    (("Out of Memory Error",), (),
+     "DuckDB reached its memory limit ({cause}) while {where}: this step holds more of the day in memory than the "
+     "limit allows. Raise it (TOKENLEDGER_DUCKDB_MEMORY_LIMIT, e.g. 8GB, or the ledger resource's "
+     "duckdb_memory_limit; the machine's memory permitting), then re-run: nothing half-written was published."),
     (("disk I/O error", "Input/output error"), (5,),
      "the disk failed to read or write ({cause}) while {where}; it may be full or failing. Check it (df -h, "
      "dmesg), then re-run: nothing half-written was published."),
@@ -46,7 +50,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def environment_problem(exc: BaseException, where: str) -> EnvironmentProblem | None:
-    """An actionable message when `exc` (or what caused it) is a full disk or an unwritable folder, else None.
+    """An actionable message when `exc` (or what caused it) is a full disk, an unwritable folder or DuckDB's memory
+    limit reached, else None.
 
     DuckDB and SQLite report these as text deep in their own errors ("IO Error: Could not write file ...: No space
     left on device"), so the cause is looked for in the message of every exception of the chain, and the line that
