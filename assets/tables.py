@@ -15,7 +15,14 @@ import duckdb
 from assets.daily import column_schema, for_each_day
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
-from tokenledger.accounting import attach_inputs, attach_usage, judge_requests, slo_version_in_force, write_table
+from tokenledger.accounting import (
+    attach_inputs,
+    attach_usage,
+    judge_requests,
+    slo_percentiles,
+    slo_version_in_force,
+    write_table,
+)
 from tokenledger.catalog import TABLES, TableRef, table
 from tokenledger.contracts import load_contract
 from tokenledger.ingest import DayWindow
@@ -53,6 +60,7 @@ def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyC
 
     judged           the day's requests judged against the SLO policy in force (its version is reported)
     judged+usage     the same, and core.usage_hourly
+    judged+slo_percentiles  the same, and each latency's percentiles taken one at a time (accounting.slo_percentiles)
     usage            core.usage_hourly and the day's deployments
     usage+slo        the same, with the SLO policy version in force as $slo_version
     usage+requests   the same as usage, and the day's requests
@@ -62,9 +70,11 @@ def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyC
         params: dict[str, Any] = {}
         if ref.inputs.startswith("judged"):
             figures["slo_version"] = judge_requests(con, ledger.layout, window)
+        if ref.inputs == "judged+slo_percentiles":
+            slo_percentiles(con)
         if ref.inputs == "usage+requests":
             attach_inputs(con, ledger.layout, window)
-        if ref.inputs != "judged":
+        if not ref.inputs.startswith("judged") or ref.inputs == "judged+usage":
             attach_usage(con, ledger.layout, window)
         if ref.inputs == "usage+slo":
             params["slo_version"] = figures["slo_version"] = slo_version_in_force(con, ledger.layout, window)
@@ -73,7 +83,7 @@ def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyC
     return day_fn
 
 
-INPUTS = ("judged", "judged+usage", "usage", "usage+slo", "usage+requests")
+INPUTS = ("judged", "judged+usage", "judged+slo_percentiles", "usage", "usage+slo", "usage+requests")
 
 
 def sql_table_asset(ref: TableRef) -> dg.AssetsDefinition:

@@ -1,7 +1,8 @@
 -- infra.slo_daily: per model, one row for every ISL bucket of its SLO policy (zero counts and NULL figures when
 -- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2). Failures are
 -- also counted by kind (error, timeout, disconnected, rejected), as seed 000's observability asks.
--- Percentiles are over successful requests, with linear interpolation (quantile_cont). A bucket with fewer
+-- Percentiles are over successful requests, with linear interpolation (quantile_cont), taken one measure at a time
+-- into slo_percentiles (sql/slo_percentiles.sql, so that a day's memory holds one measure's values). A bucket with fewer
 -- judged requests (effective, with measured latency: sql/requests_judged.sql) than min_requests_per_bucket is not
 -- judged on attainment (attainment_met NULL). A p99
 -- that no request had a value for is NULL, which is not a failure. The 'all' row's all_met is false when any
@@ -20,14 +21,21 @@ WITH stats AS (
         count(*) FILTER (WHERE status = 'rejected') AS rejected_requests,
         count(*) FILTER (WHERE is_compliant) AS compliant_requests,
         count(*) FILTER (WHERE is_latency_judged) AS judged_requests,
-        count(*) FILTER (WHERE is_itl_unknown) AS itl_unknown_requests,
-        quantile_cont(ttft_ms, [0.5, 0.9, 0.99]) FILTER (WHERE is_success) AS ttft_q,
-        quantile_cont(queue_ms, 0.99) FILTER (WHERE is_success) AS queue_p99,
-        quantile_cont(itl_max_ms, 0.99) FILTER (WHERE is_success) AS itl_p99,
-        quantile_cont(tpot_ms, [0.5, 0.99]) FILTER (WHERE is_success) AS tpot_q,
-        quantile_cont(e2e_ms, 0.99) FILTER (WHERE is_success) AS e2e_p99
+        count(*) FILTER (WHERE is_itl_unknown) AS itl_unknown_requests
     FROM requests_judged
     GROUP BY GROUPING SETS ((model, isl_bucket), (model))
+),
+percentiles AS (  -- [P50, P90, P99] of each measure
+    SELECT
+        model,
+        isl_bucket,
+        any_value(q) FILTER (WHERE measure = 'ttft_ms') AS ttft_q,
+        any_value(q) FILTER (WHERE measure = 'queue_ms') AS queue_q,
+        any_value(q) FILTER (WHERE measure = 'itl_max_ms') AS itl_q,
+        any_value(q) FILTER (WHERE measure = 'tpot_ms') AS tpot_q,
+        any_value(q) FILTER (WHERE measure = 'e2e_ms') AS e2e_q
+    FROM slo_percentiles
+    GROUP BY model, isl_bucket
 ),
 frame AS (
     SELECT model, isl_bucket, bucket_order FROM day_slo_isl_bucket
@@ -57,17 +65,18 @@ figures AS (
         coalesce(s.compliant_requests, 0) AS compliant_requests,
         coalesce(s.judged_requests, 0) AS judged_requests,
         coalesce(s.itl_unknown_requests, 0) AS itl_unknown_requests,
-        s.ttft_q[1] AS ttft_p50_ms,
-        s.ttft_q[2] AS ttft_p90_ms,
-        s.ttft_q[3] AS ttft_p99_ms,
-        s.queue_p99 AS queue_p99_ms,
-        s.itl_p99 AS itl_p99_ms,
-        s.tpot_q[1] AS tpot_p50_ms,
-        s.tpot_q[2] AS tpot_p99_ms,
-        s.e2e_p99 AS e2e_p99_ms
+        q.ttft_q[1] AS ttft_p50_ms,
+        q.ttft_q[2] AS ttft_p90_ms,
+        q.ttft_q[3] AS ttft_p99_ms,
+        q.queue_q[3] AS queue_p99_ms,
+        q.itl_q[3] AS itl_p99_ms,
+        q.tpot_q[1] AS tpot_p50_ms,
+        q.tpot_q[3] AS tpot_p99_ms,
+        q.e2e_q[3] AS e2e_p99_ms
     FROM frame AS f
     JOIN day_slo_policy AS p ON p.model = f.model
     LEFT JOIN stats AS s ON s.model = f.model AND s.isl_bucket = f.isl_bucket
+    LEFT JOIN percentiles AS q ON q.model = f.model AND q.isl_bucket = f.isl_bucket
 ),
 judged AS (
     SELECT

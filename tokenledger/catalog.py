@@ -78,7 +78,7 @@ TABLES = (
     _t("core.usage_hourly", "accounting", "day x hour x model x deployment_id x tenant_id x isl_bucket", _REQUESTS,
        inputs="judged"),
     _t("infra.slo_daily", "accounting", "day x model x isl_bucket (and 'all')", _REQUESTS, published=True,
-       inputs="judged"),
+       inputs="judged+slo_percentiles"),
     _t("infra.slo_hourly", "accounting", "day x hour x model x isl_bucket (and 'all')", _USAGE, published=True,
        inputs="judged+usage"),
     _t("infra.token_split_daily", "accounting", "day x model", ("core.usage_hourly", *_REQUESTS), published=True,
