@@ -12,9 +12,9 @@
 -- equals an undeclared one): the figure describes that configuration. is_best marks the qualifying window with the highest
 -- compliant output / (window seconds * GPUs), the earliest on a tie.
 --
--- Each request is placed in the windows that contain it by arithmetic on its offset from midnight (window k is
--- [k * step, k * step + window)), not by a range join: the day's requests are read once and expanded
--- stable_window_min / step_min times (6 by default) before aggregation.
+-- The requests are placed in their windows by sql/capacity_in_window.sql; the windows' counts, latency percentiles
+-- and output are capacity_window_stats (sql/capacity_window_stats.sql), taken by tokenledger/capacity.py a batch
+-- of windows at a time so that memory holds a batch's latencies, not the day's.
 WITH policy AS (
     SELECT
         model,
@@ -79,50 +79,11 @@ window_gpus AS (
     JOIN configuration AS c ON c.deployment_id = w.deployment_id
     GROUP BY w.deployment_id, w.window_index, w.window_start, w.window_end
 ),
-requests AS (
-    SELECT
-        j.deployment_id,
-        j.isl_bucket,
-        j.is_effective,
-        j.is_success,
-        j.is_failure,
-        j.is_compliant,
-        j.queue_ms,
-        j.itl_max_ms,
-        j.tpot_ms,
-        j.output_tokens,
-        epoch_us(j.received_at) - epoch_us($day_start::TIMESTAMPTZ) AS offset_us,
-        p.window_us,
-        p.step_us,
-        p.last_window
-    FROM requests_judged AS j
-    JOIN policy AS p ON p.model = j.model
-),
--- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at
--- least 0) to floor(t / step) (at most the last window). Offsets are non-negative, so // is a floor there.
 in_window AS (
-    SELECT
-        * EXCLUDE (offset_us, window_us, step_us, last_window),
-        unnest(range(CASE WHEN offset_us < window_us THEN 0 ELSE (offset_us - window_us) // step_us + 1 END,
-                     least(offset_us // step_us, last_window) + 1)) AS window_index
-    FROM requests
+    SELECT * FROM capacity_in_window($day_start, $day_end, 0, 2147483647)
 ),
 window_stats AS (
-    SELECT
-        deployment_id,
-        window_index,
-        count(*) AS requests,
-        count(*) FILTER (WHERE is_effective) AS effective_requests,
-        count(*) FILTER (WHERE is_success) AS successful_requests,
-        count(*) FILTER (WHERE is_failure) AS failed_requests,
-        count(*) FILTER (WHERE is_compliant) AS compliant_requests,
-        quantile_cont(queue_ms, 0.99) FILTER (WHERE is_success) AS queue_p99_ms,
-        quantile_cont(itl_max_ms, 0.99) FILTER (WHERE is_success) AS itl_p99_ms,
-        quantile_cont(tpot_ms, 0.99) FILTER (WHERE is_success) AS tpot_p99_ms,
-        coalesce(sum(output_tokens) FILTER (WHERE is_success), 0)::BIGINT AS output_tokens,
-        coalesce(sum(output_tokens) FILTER (WHERE is_compliant), 0)::BIGINT AS compliant_output_tokens
-    FROM in_window
-    GROUP BY deployment_id, window_index
+    SELECT * FROM capacity_window_stats
 ),
 bucket_counts AS (
     SELECT

@@ -24,6 +24,7 @@ from tests.conftest import (
     rows,
     write_jsonl,
 )
+from tokenledger import capacity
 
 DAY = "2026-11-17"
 T0 = datetime(2026, 11, 17, tzinfo=UTC)
@@ -198,7 +199,7 @@ def _clustered(prefix: str, start: datetime, n: int, every: timedelta, **fields:
     return [request(f"{prefix}{k}", received_at=at(start + k * every), **fields) for k in range(n)]
 
 
-def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(home: Path) -> None:
+def _demonstrated_day(home: Path) -> None:
     slo(home, min_requests_per_bucket=10)
     three_min = timedelta(minutes=3)
     m8 = {"model": "m8", "deployment_id": "m8-onprem"}
@@ -216,6 +217,10 @@ def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(ho
         *_clustered("e", T0 + timedelta(hours=12), 6, timedelta(seconds=20), **m8),
         *_clustered("f", T0 + timedelta(hours=12, seconds=10), 6, timedelta(seconds=20), ttft_ms=1200.0, **m8),
     ])
+
+
+def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(home: Path) -> None:
+    _demonstrated_day(home)
     run_day(upto=["infra/capacity_daily", "core/capacity_windows"])
 
     cap = by_deployment(home, "capacity_daily")
@@ -258,6 +263,23 @@ def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(ho
     assert sum(w["buckets_judged"] > 0 for w in windows) == 2
     # The time-weighted GPUs of every window: 24 all day.
     assert {w["gpus"] for w in windows} == {24.0}
+
+
+def test_windows_taken_in_batches_are_the_windows_taken_at_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows' P99s are taken a batch of windows at a time (tokenledger/capacity.py); batches of one window
+    give the same table as the whole day in one batch."""
+    _demonstrated_day(home)
+    run_day(upto=["core/capacity_windows"])
+    whole = rows(home, "core", "capacity_windows", DAY, order="deployment_id, window_index")
+    # a budget of one successful request (the least), so every window holding one starts a batch of its own
+    monkeypatch.setattr(capacity, "PERCENTILE_MEMORY_SHARE", 1e-12)
+    result = materialize(DAY, selection=["core/capacity_windows"])
+    assert result.success, failure_text(result)
+    [materialization] = result.asset_materializations_for_node("core__capacity_windows")
+    # Windows start every 5 minutes and last 30: the m70 requests of 10:00-10:27 are in the 11 windows starting
+    # 09:35-10:25, those of 14:00-14:28:30 in 13:35-14:25 (11), the m8 ones of 12:00-12:01:50 in 11:35-12:00 (6).
+    assert materialization.metadata["percentile_batches"].value == 28
+    assert rows(home, "core", "capacity_windows", DAY, order="deployment_id, window_index") == whole
 
 
 # --- task attainment -------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tokenledger.capacity import backlog_rows, choose_capacity, no_window_reason, plan_figures
+from tokenledger.capacity import backlog_rows, choose_capacity, no_window_reason, plan_figures, window_batches
 from tokenledger.queueing import capacity_shortfall
 
 T = datetime(2026, 11, 17, 10, 5, tzinfo=UTC)
@@ -190,3 +190,12 @@ def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> N
         None, 3, None)
     assert (plan["gpus_needed"], plan["replicas_needed_seed_rule"], plan["gpus_needed_binding"]) == (None, None, None)
 
+
+
+def test_the_windows_percentiles_are_cut_into_batches_by_successful_requests() -> None:
+    # budget 10: windows 0-1 hold 5 + 5; window 2 would make 15, so a batch starts there; window 5 alone holds 20
+    # (more than the budget, a batch of its own); window 6 starts the last batch, which runs to the end.
+    sizes = [(0, 5), (1, 5), (2, 5), (5, 20), (6, 1)]
+    assert window_batches(sizes, 10) == [(0, 1), (2, 4), (5, 5), (6, 2**31 - 1)]
+    assert window_batches(sizes, 100) == [(0, 2**31 - 1)]
+    assert window_batches([], 10) == [(0, 2**31 - 1)]  # a day without a successful request: one batch, all windows

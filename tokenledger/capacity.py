@@ -25,7 +25,7 @@ import yaml
 from tokenledger import lake
 from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
-from tokenledger.duck import literal_path, register_arrow, sql_path, statement, used_params
+from tokenledger.duck import literal_path, memory_limit_bytes, register_arrow, run_sql, sql_path, statement, used_params
 from tokenledger.errors import LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
@@ -145,14 +145,58 @@ def attach_loadtest_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, 
 
 # --- core.capacity_windows and infra.capacity_daily ----------------------------------------------------------------
 
+# What one batch of the windows' percentiles may hold (sql/capacity_window_stats.sql): a share of DuckDB's memory
+# limit (a run's steps run one at a time in its process), at 16 bytes a value (a double, and the slack of the
+# vector DuckDB collects a group's values in), three percentiles per successful request in a window.
+PERCENTILE_MEMORY_SHARE = 0.25
+_PERCENTILE_VALUE_BYTES = 16
+_WINDOW_PERCENTILES = 3
+_NO_LAST_WINDOW = 2**31 - 1
+
+
+def window_batches(sizes: Sequence[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+    """Contiguous ranges of window_index covering 0 to _NO_LAST_WINDOW, each holding at most `budget` successful
+    requests by `sizes` ((window_index, successful requests), ascending), unless one window alone holds more."""
+    starts, held = [0], 0
+    for index, successes in sizes:
+        if held and held + successes > budget:
+            starts.append(index)
+            held = 0
+        held += successes
+    return [(start, end - 1) for start, end in zip(starts, [*starts[1:], _NO_LAST_WINDOW + 1], strict=True)]
+
+
+def capacity_window_stats(con: duckdb.DuckDBPyConnection, window: DayWindow) -> int:
+    """Create `capacity_window_stats` for sql/capacity_windows.sql (after `judge_requests`): every window's counts,
+    P99s and output (sql/capacity_window_stats.sql), a batch of windows at a time; returns the number of batches.
+
+    DuckDB keeps every value of an exact percentile in memory and cannot spill it, and a request counts in every
+    window that holds it (6 by default): the whole day in one statement held 18 values per successful request,
+    and the 100M-request day failed at the 4 GB limit. The batches are cut by each window's successful requests
+    (sql/capacity_window_sizes.sql) so that one holds at most PERCENTILE_MEMORY_SHARE of the limit."""
+    sizes_sql = statement("capacity_window_sizes")
+    sizes = con.execute(sizes_sql, used_params(sizes_sql, window.params())).fetchall()
+    budget = max(1, int(memory_limit_bytes(con) * PERCENTILE_MEMORY_SHARE
+                        / (_PERCENTILE_VALUE_BYTES * _WINDOW_PERCENTILES)))
+    batches = window_batches(sizes, budget)
+    stats = statement("capacity_window_stats")
+    for number, (first, last) in enumerate(batches):
+        text = ("CREATE OR REPLACE TEMP TABLE capacity_window_stats AS " if number == 0
+                else "INSERT INTO capacity_window_stats ") + stats
+        con.execute(text, used_params(text, window.params(first_window=first, last_window=last)))
+    return len(batches)
+
+
 def build_capacity_windows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
     """Write core.capacity_windows for the day (sql/capacity_windows.sql)."""
     version = judge_requests(con, layout, window)
+    run_sql(con, "capacity_in_window")
+    batches = capacity_window_stats(con, window)
     rows = write_table(con, layout, window, "core", "capacity_windows")
     path = lake.day_file(layout.lake, "core", "capacity_windows", window.day)
     qualified = con.execute(f"SELECT count(*) FILTER (WHERE qualifies) FROM read_parquet({sql_path(path)})"
                             ).fetchone()[0]
-    return {"rows": rows, "windows_qualified": qualified, "slo_version": version}
+    return {"rows": rows, "windows_qualified": qualified, "slo_version": version, "percentile_batches": batches}
 
 
 def _span(start: datetime, end: datetime) -> str:

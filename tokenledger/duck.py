@@ -60,6 +60,19 @@ def close_shared_database() -> None:
 atexit.register(close_shared_database)
 
 
+_MEMORY_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
+                 "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's memory limit of `con`'s database, in bytes (DuckDB reads the setting back as, e.g., '3.7 GiB')."""
+    text = str(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]).strip()
+    number, _, unit = text.partition(" ")
+    if unit not in _MEMORY_UNITS:
+        raise ValueError(f"DuckDB's memory_limit reads {text!r}, not a size this code knows")
+    return int(float(number) * _MEMORY_UNITS[unit])
+
+
 @contextmanager
 def compute_connection(spill_root: Path, memory_limit: str = "4GB", threads: int | None = None
                        ) -> Iterator[duckdb.DuckDBPyConnection]:
