@@ -65,13 +65,13 @@ def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyC
     usage+slo        the same, with the SLO policy version in force as $slo_version
     usage+requests   the same as usage, and the day's requests
     """
-    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch: Path) -> dict[str, Any]:
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
         figures: dict[str, Any] = {}
         params: dict[str, Any] = {}
         if ref.inputs.startswith("judged"):
             figures["slo_version"] = judge_requests(con, ledger.layout, window)
         if ref.inputs == "judged+slo_percentiles":
-            slo_percentiles(con)
+            slo_percentiles(con, scratch)
         if ref.inputs == "usage+requests":
             attach_inputs(con, ledger.layout, window)
         if not ref.inputs.startswith("judged") or ref.inputs == "judged+usage":

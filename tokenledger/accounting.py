@@ -8,6 +8,8 @@ Python. Decisions beyond the spec: docs/metrics-decisions.md.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from tokenledger import lake
@@ -81,17 +83,21 @@ def judge_requests(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: D
 SLO_MEASURES = ("ttft_ms", "queue_ms", "itl_max_ms", "tpot_ms", "e2e_ms")  # sql/slo_percentiles.sql
 
 
-def slo_percentiles(con: duckdb.DuckDBPyConnection) -> None:
+def slo_percentiles(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
     """Create `slo_percentiles` (model, isl_bucket, measure, [P50, P90, P99]) for sql/slo_daily.sql, after
-    `judge_requests`: the day's successful requests kept once (sql/slo_latencies.sql), then each measure's
-    percentiles per ISL bucket and per model ('all') in a statement of its own (sql/slo_percentiles.sql).
+    `judge_requests`: the day's successful requests written once to a Parquet file in `scratch`
+    (sql/slo_latencies.sql), then each measure's percentiles per ISL bucket and per model ('all') in a statement
+    of its own (sql/slo_percentiles.sql).
 
     DuckDB keeps every value of an exact percentile (quantile_cont) in memory and cannot spill it. Ten percentile
     columns in one statement held about ten times a measure's values at once: the 100M-request day's slo_daily
-    failed at the 4 GB limit. One at a time holds 8 bytes per successful request (0.8 GB at 100M); the kept
-    requests are a table DuckDB spills like any other."""
-    con.execute("CREATE OR REPLACE TEMP TABLE slo_latencies AS " + statement("slo_latencies"))
+    failed at the 4 GB limit. One at a time holds 8 bytes per successful request (0.8 GB at 100M), and the file
+    (not a temp table, which DuckDB keeps uncompressed in memory until it spills) is read a column at a time."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    latencies = scratch / "slo_latencies.parquet"
+    lake.write_query(con, statement("slo_latencies"), latencies)
     try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW slo_latencies AS SELECT * FROM read_parquet({sql_path(latencies)})")
         con.execute("CREATE OR REPLACE TEMP TABLE slo_percentiles (model VARCHAR, isl_bucket VARCHAR, measure VARCHAR, "
                     "q DOUBLE[])")
         insert = "INSERT INTO slo_percentiles " + statement("slo_percentiles")
@@ -99,7 +105,8 @@ def slo_percentiles(con: duckdb.DuckDBPyConnection) -> None:
             for whole_model in (False, True):
                 con.execute(insert, {"measure": measure, "all": whole_model})
     finally:
-        con.execute("DROP TABLE IF EXISTS slo_latencies")
+        con.execute("DROP VIEW IF EXISTS slo_latencies")
+        latencies.unlink(missing_ok=True)
 
 
 def write_table(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
