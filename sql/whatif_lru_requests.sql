@@ -1,7 +1,8 @@
 -- The requests of whatif_requests for the LRU replay (tokenledger/lru.py) with their cache (the unit's one shared
--- cache, or its replica's under $routing when $scope is per_replica), in the file's order: by unit, then arrival
--- (whatif_requests is written so; no ORDER BY here, so DuckDB does not sort a day of hash lists again for every
--- scope and routing). tokenledger/whatif.py splits each unit's requests by cache, in order, and checks the order.
+-- cache, or its replica's under $routing when $scope is per_replica), in the files' order: a day's hours one after
+-- the other, each by unit, then arrival (whatif_requests is written so; no ORDER BY here, so DuckDB does not sort a
+-- day of hash lists again for every scope and routing). tokenledger/whatif.py splits each unit's requests by
+-- cache, in order, and checks the order.
 -- One row per request with its block hashes, turned into block accesses in numpy, each request's blocks last to
 -- first (a request touches its tail first, its head last).
 SELECT

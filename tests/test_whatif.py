@@ -113,16 +113,17 @@ SCENARIOS = [
 
 
 def _day_tables(con: duckdb.DuckDBPyConnection, requests: list[tuple], scenarios: list[tuple] = SCENARIOS,
-                kv_bytes: int | None = 250_000) -> None:
-    """The tables a day's replay reads, by hand: day_requests, day_deployments and the what-if config."""
+                kv_bytes: int | None = 250_000, minutes_apart: int = 1) -> None:
+    """The tables a day's replay reads, by hand: day_requests (from 10:00, `minutes_apart`), day_deployments and
+    the what-if config."""
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE TEMP TABLE day_requests (request_id VARCHAR, received_at TIMESTAMPTZ, deployment_id VARCHAR, "
                 "session_id VARCHAR, status VARCHAR, input_tokens BIGINT, cached_input_tokens BIGINT, "
                 "output_tokens BIGINT, prefix_block_hashes BIGINT[])")
-    for minute, (rid, session, blocks, tokens) in enumerate(requests):
+    for k, (rid, session, blocks, tokens) in enumerate(requests):
         con.execute("INSERT INTO day_requests VALUES ($rid, TIMESTAMPTZ '2026-11-16 10:00:00+00' + "
                     "to_minutes($minute), 'd1', $session, 'ok', $tokens, 0, 10, $hashes)",
-                    {"rid": rid, "minute": minute, "session": session, "tokens": tokens,
+                    {"rid": rid, "minute": k * minutes_apart, "session": session, "tokens": tokens,
                      "hashes": None if blocks is None else [HASH[b] for b in blocks]})
     con.execute("CREATE TEMP TABLE day_deployments AS SELECT 'd1' AS deployment_id, 'm' AS model, 'gpu' AS kind, "
                 "4 AS kv_block_tokens, 2 AS replicas, TIMESTAMPTZ '2026-11-17 00:00:00+00' AS in_force_to")
@@ -155,6 +156,33 @@ def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
     assert _replayed(tmp_path, FIVE, chunk_accesses=3) == _replayed(tmp_path / "one", FIVE)
 
 
+def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(tmp_path: Path) -> None:
+    # The requests are written and sorted an hour at a time: 2.5 hours apart, the five are in five hour files
+    # (10:00 to 20:00), and every cache state crosses from one file to the next.
+    assert _replayed(tmp_path, FIVE, minutes_apart=150) == _replayed(tmp_path / "one", FIVE)
+    assert _replayed(tmp_path / "chunks", FIVE, chunk_accesses=3, minutes_apart=150) == _replayed(tmp_path / "one",
+                                                                                                    FIVE)
+    assert sorted(p.name for p in tmp_path.glob("whatif_requests-*")) == [
+        "whatif_requests-10.parquet", "whatif_requests-12.parquet", "whatif_requests-15.parquet",
+        "whatif_requests-17.parquet", "whatif_requests-20.parquet"]
+
+
+def test_the_infinite_cache_taken_in_parts_of_its_hashes_is_the_same(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenledger import whatif
+
+    # at most one access per part: FIVE's 14 block accesses in 14 parts of the hashes
+    monkeypatch.setattr(whatif, "INFINITE_ACCESSES_PER_LIMIT_BYTE", 1e-12)
+    con = duckdb.connect()
+    _day_tables(con, FIVE)
+    whatif.replay_day(con, tmp_path)
+    assert whatif.infinite_parts(con) == 14
+    results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
+    assert {k: results[k] for k in ("infinite", "infinite-affine", "infinite-random")} == {
+        "infinite": 29, "infinite-affine": 29, "infinite-random": 20}
+    assert not list(tmp_path.glob("whatif_first_misses-*"))  # the parts' files are removed
+
+
 def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:
     # Both requests are one block of 4 tokens; the second is cached whole, yet holds 1 token only.
     only = [("infinite", "infinite", None, None, "shared", None)]
@@ -171,7 +199,7 @@ def test_requests_out_of_arrival_order_stop_the_replay(tmp_path: Path) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE reversed AS SELECT * FROM whatif_requests ORDER BY seq DESC")
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM reversed")
     with pytest.raises(RuntimeError, match=r"not in arrival order for unit 1 \(cache 0\)"):
-        replay(con)
+        replay(con, tmp_path)
 
 
 def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: Path) -> None:
@@ -383,7 +411,7 @@ def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_compute
     for per_replica in (True, False):
         con.execute("CREATE OR REPLACE TABLE cfg_whatif_scenario AS SELECT $s AS scope",
                     {"s": "per_replica" if per_replica else "shared"})
-        query = statement("whatif_day_requests")
+        query = statement("whatif_day_rows")
         rows = con.execute(f"SELECT unit, request_id, replica_affine, replica_random FROM ({query})").fetchall()
         assert len(rows) == len(keys)
 

@@ -11,6 +11,7 @@ requests in memory.
 
 from __future__ import annotations
 
+import shutil
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +24,7 @@ import pyarrow as pa
 from tokenledger import lake
 from tokenledger.accounting import attach_day, attach_inputs
 from tokenledger.contracts import load_contract, validation_query
-from tokenledger.duck import register_arrow, run_sql, sql_path, statement, used_params
+from tokenledger.duck import memory_limit_bytes, quote_path, register_arrow, run_sql, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
 from tokenledger.landing import landing_files
@@ -36,13 +37,28 @@ TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
 _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in a trace is skipped, not an error
 
 
-def replay(con: duckdb.DuckDBPyConnection, chunk_accesses: int = CHUNK_ACCESSES) -> int:
-    """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results`; returns
-    the number of (unit, scenario) results."""
+# The infinite cache groups a day's block accesses by hash; the groups of a part of the hashes are aggregated (and
+# spilled) at a time, a part holding at most this many accesses per byte of DuckDB's memory limit (about a
+# billion at 4 GB: the 10M-request day's 555 million are one part, the 100M-request day's 5.5 billion six).
+INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
+
+
+def infinite_parts(con: duckdb.DuckDBPyConnection) -> int:
+    """In how many parts of its hashes the infinite cache takes whatif_requests' block accesses."""
+    accesses = con.execute("SELECT coalesce(sum(len(hashes)), 0) FROM whatif_requests").fetchone()[0]
+    per_part = max(1, int(memory_limit_bytes(con) * INFINITE_ACCESSES_PER_LIMIT_BYTE))
+    return max(1, -(-int(accesses) // per_part))
+
+
+def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES) -> int:
+    """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results` (the
+    infinite cache's parts written to files in `scratch`); returns the number of (unit, scenario) results."""
     results: list[tuple[str, str, int]] = []
-    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
-                                      "AND cache = 'infinite' ORDER BY ALL").fetchall():
-        cached = dict(run_sql(con, "whatif_infinite", {"scope": scope, "routing": routing}).fetchall())
+    infinite = con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
+                           "AND cache = 'infinite' ORDER BY ALL").fetchall()
+    parts = infinite_parts(con) if infinite else 1
+    for scope, routing in infinite:
+        cached = _replay_infinite(con, scope, routing, parts, scratch)
         scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
                                 "'infinite' AND scope = $scope AND routing IS NOT DISTINCT FROM $routing",
                                 {"scope": scope, "routing": routing}).fetchall()
@@ -70,27 +86,47 @@ def replay(con: duckdb.DuckDBPyConnection, chunk_accesses: int = CHUNK_ACCESSES)
     return len(results)
 
 
+def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, parts: int, scratch: Path
+                     ) -> dict[str, int]:
+    """Cached tokens per unit of the infinite cache for one scope and routing: the first misses of each part of
+    the hashes (sql/whatif_first_misses.sql) to a file in scratch, then the least per request over the parts
+    (sql/whatif_infinite.sql)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    files = [scratch / f"whatif_first_misses-{part:03d}.parquet" for part in range(parts)]
+    try:
+        for part, file in enumerate(files):
+            lake.write_query(con, statement("whatif_first_misses"), file,
+                             {"scope": scope, "routing": routing, "parts": parts, "part": part})
+        con.execute("CREATE OR REPLACE TEMP VIEW whatif_first_misses AS SELECT * FROM read_parquet("
+                    f"[{', '.join(sql_path(f) for f in files)}])")
+        return dict(run_sql(con, "whatif_infinite").fetchall())
+    finally:
+        con.execute("DROP VIEW IF EXISTS whatif_first_misses")
+        for file in files:
+            file.unlink(missing_ok=True)
+
+
 def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, sizes: dict[int, set[int]],
                 chunk_accesses: int) -> dict[tuple[int, int], int]:
     """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass.
 
-    The requests are read in the order whatif_requests was written, by unit and arrival (no sort: DuckDB keeps a
-    file's order in a scan without ORDER BY), in chunks of whole requests of at least `chunk_accesses` block
-    accesses. A unit's caches (one shared, or one per replica) are replayed side by side, each chunk split by
-    cache in arrival order; a cache's recency order (at most its largest size) is carried from one chunk to the
-    next. Carrying it is cheap (`lru.advance`) and done in order here; the rest of a chunk (`lru.answer`, most of
-    the work, in numpy, which releases the GIL) runs on as many threads as DuckDB may use, at most that many
-    chunks waiting at once, so memory stays bounded. A request out of order stops the replay (never a wrong
-    figure)."""
+    The requests are read in the order whatif_requests was written (no sort: DuckDB keeps the files' order in a
+    scan without ORDER BY): a day's hour files one after the other, each by unit and arrival, so every unit's
+    requests arrive in order, hour after hour. They are read in chunks of whole requests of at least
+    `chunk_accesses` block accesses. A unit's caches (one shared, or one per replica) are replayed side by side,
+    each chunk split by cache in arrival order; a cache's recency order (at most its largest size) is carried
+    from one chunk to the next, and from one hour to the next. Carrying it is cheap (`lru.advance`) and done in
+    order here; the rest of a chunk (`lru.answer`, most of the work, in numpy, which releases the GIL) runs on as
+    many threads as DuckDB may use, at most that many chunks waiting at once, so memory stays bounded. A request
+    out of order stops the replay (never a wrong figure)."""
     totals: dict[tuple[int, int], int] = {}
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
     workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
-    unit: int | None = None
-    caches: dict[int, LruCache] = {}  # the unit's caches by cache_part
-    last_seq: dict[int, int] = {}
+    caches: dict[tuple[int, int], LruCache] = {}  # by (unit_id, cache_part)
+    last_seq: dict[tuple[int, int], int] = {}
     waiting: deque[Future] = deque()
 
     def collect(done: Future) -> None:
@@ -101,11 +137,11 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
     def replay_part(unit_id: int, cache_part: int, accesses: slice | np.ndarray, requests: slice | np.ndarray,
                     part: dict[str, np.ndarray], pool: ThreadPoolExecutor) -> None:
         seq = part["seq"][accesses]
-        if seq[0] <= last_seq.get(cache_part, 0) or bool((seq[1:] < seq[:-1]).any()):
+        if seq[0] <= last_seq.get((unit_id, cache_part), 0) or bool((seq[1:] < seq[:-1]).any()):
             raise RuntimeError(f"whatif_requests is not in arrival order for unit {unit_id} (cache {cache_part}): "
-                               "the LRU replay needs it written ordered by unit_id, seq")
-        last_seq[cache_part] = int(seq[-1])
-        cache = caches.setdefault(cache_part, LruCache(max(sizes[unit_id])))
+                               "the LRU replay needs each unit's requests written in seq order")
+        last_seq[(unit_id, cache_part)] = int(seq[-1])
+        cache = caches.setdefault((unit_id, cache_part), LruCache(max(sizes[unit_id])))
         waiting.append(pool.submit(_answer, advance(cache, seq, part["hash"][accesses]), unit_id,
                                    sorted(sizes[unit_id]), part["input_tokens"][requests],
                                    part["kv_block_tokens"][requests]))
@@ -113,7 +149,6 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
             collect(waiting.popleft())
 
     def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
-        nonlocal unit, caches, last_seq
         part = _accesses(batches)
         units, offsets = part["unit_id"], part["offsets"]
         bounds = np.r_[0, np.flatnonzero(units[1:] != units[:-1]) + 1, len(units)]
@@ -121,11 +156,6 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
             if r0 == r1:
                 continue
             unit_id = int(units[r0])
-            if unit != unit_id:
-                if unit is not None and unit_id < unit:
-                    raise RuntimeError("whatif_requests is not ordered by unit_id: the LRU replay needs it written "
-                                       "ordered by unit_id, seq")
-                unit, caches, last_seq = unit_id, {}, {}
             cache_parts = part["cache_part"][r0:r1]
             if bool((cache_parts == cache_parts[0]).all()):  # one cache (a shared scope): contiguous, no copies
                 replay_part(unit_id, int(cache_parts[0]), slice(int(offsets[r0]), int(offsets[r1])), slice(r0, r1),
@@ -185,22 +215,62 @@ def _accesses(batches: list[pa.RecordBatch]) -> dict[str, np.ndarray]:
 
 def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES) -> int:
     """Replay the day's requests (`day_requests`, `day_deployments`, config loaded) through every scenario: creates
-    whatif_units, whatif_requests (a file in scratch), whatif_scenario_units, whatif_results and whatif_figures
-    (sql/whatif_figures.sql, what both what-if tables share); returns the number of requests replayed."""
+    whatif_units, whatif_requests (files in scratch, one per hour), whatif_scenario_units, whatif_results and
+    whatif_figures (sql/whatif_figures.sql, what both what-if tables share); returns the number of requests
+    replayed."""
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_day_units"))
-    return _replay_requests(con, "whatif_day_requests", scratch, chunk_accesses)
-
-
-def _replay_requests(con: duckdb.DuckDBPyConnection, requests_sql: str, scratch: Path, chunk_accesses: int) -> int:
-    requests = scratch / f"{requests_sql}.parquet"
     scratch.mkdir(parents=True, exist_ok=True)
-    run_sql(con, "md5_mod")  # the replica of a routing key, used by requests_sql
-    replayed = lake.write_query(con, statement(requests_sql), requests)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet({sql_path(requests)})")
-    con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
-    replay(con, chunk_accesses)
-    con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
+    run_sql(con, "md5_mod")  # the replica of a routing key, used by sql/whatif_day_rows.sql
+    files, replayed = _write_day_requests(con, scratch)
+    _replay_files(con, files, chunk_accesses)
     return replayed
+
+
+def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[list[Path], int]:
+    """The day's requests to replay, numbered and sorted by unit and arrival, as one file per hour in scratch
+    (read in hour order, they are in the order the LRU replay needs within every unit); returns the files and
+    their rows.
+
+    The rows are written once partitioned by hour (sql/whatif_day_rows.sql, no sort), then each hour is numbered
+    and sorted on its own (sql/whatif_day_requests.sql), its partition removed once written: memory and spill
+    hold an hour of hash lists, not a day's. One sort of the whole day spilled a peak of ~50 GB for the
+    100M-request day's 5.5 billion block ids and filled the disk."""
+    by_hour = scratch / "whatif_day_rows"
+    shutil.rmtree(by_hour, ignore_errors=True)
+    con.execute(f"COPY ({statement('whatif_day_rows')}) TO {quote_path(by_hour)} "
+                "(FORMAT PARQUET, COMPRESSION ZSTD, PARTITION_BY (hour))")
+    hours = sorted(int(p.name.partition("=")[2]) for p in by_hour.glob("hour=*")) if by_hour.is_dir() else []
+    if hours:
+        written = ", ".join(sql_path(p) for p in sorted(by_hour.glob("hour=*/*.parquet")))
+        con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_day_rows AS SELECT * FROM read_parquet([{written}], "
+                    "hive_partitioning = true, hive_types = {'hour': INTEGER})")
+        con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS " + statement("whatif_seq_offsets"))
+    else:  # nothing to replay: one empty file of the same columns
+        hours = [0]
+        con.execute("CREATE OR REPLACE TEMP VIEW whatif_hour_rows AS " + statement("whatif_day_rows") + " LIMIT 0")
+        con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS SELECT 0 AS unit_id, 0 AS hour, "
+                    "0::BIGINT AS seq_offset")
+    files, rows = [], 0
+    for hour in hours:
+        partition = by_hour / f"hour={hour}"
+        if partition.is_dir():
+            parts = ", ".join(sql_path(p) for p in sorted(partition.glob("*.parquet")))
+            con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_hour_rows AS SELECT * FROM read_parquet([{parts}], "
+                        "hive_partitioning = false)")
+        files.append(scratch / f"whatif_requests-{hour:02d}.parquet")
+        rows += lake.write_query(con, statement("whatif_day_requests"), files[-1], {"hour": hour})
+        shutil.rmtree(partition, ignore_errors=True)
+    shutil.rmtree(by_hour, ignore_errors=True)
+    return files, rows
+
+
+def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int) -> None:
+    """The view whatif_requests over `files` (in their order), then every scenario's replay and figures."""
+    con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet("
+                f"[{', '.join(sql_path(p) for p in files)}], hive_partitioning = false)")
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
+    replay(con, files[0].parent, chunk_accesses)
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
 
 
 def build_cache_whatif_daily(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
@@ -281,6 +351,10 @@ def build_cache_whatif_traces(con: duckdb.DuckDBPyConnection, layout: HomeLayout
                     "input_length, NULL::BIGINT AS output_length, NULL::BIGINT[] AS hash_ids, NULL::VARCHAR AS "
                     "session_id WHERE false")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_trace_units"))
-    replayed = _replay_requests(con, "whatif_trace_requests", scratch, CHUNK_ACCESSES)
+    scratch.mkdir(parents=True, exist_ok=True)
+    run_sql(con, "md5_mod")  # the replica of a routing key, used by sql/whatif_trace_requests.sql
+    requests = scratch / "whatif_trace_requests.parquet"
+    replayed = lake.write_query(con, statement("whatif_trace_requests"), requests)
+    _replay_files(con, [requests], CHUNK_ACCESSES)
     rows = lake.write_query(con, statement("cache_whatif_traces"), traces_file(layout))
     return {"rows": rows, "replayed_requests": replayed, "traces": len({p.parent for p in staged})}
