@@ -35,7 +35,8 @@ requests AS (
     WHERE offset_us >= from_window * p.step_us AND offset_us < to_window * p.step_us + p.window_us
 )
 -- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at least
--- from_window) to floor(t / step) (at most the last window, and to_window). Offsets are non-negative, so // is a floor there.
+-- from_window) to floor(t / step) (at most the last window, and to_window). Offsets are non-negative, so // is a
+-- floor there.
 SELECT
     * EXCLUDE (offset_us, window_us, step_us, last_window),
     unnest(range(greatest(CASE WHEN offset_us < window_us THEN 0 ELSE (offset_us - window_us) // step_us + 1 END,
