@@ -1,12 +1,12 @@
 -- infra.slo_daily: per model, one row for every ISL bucket of its SLO policy (zero counts and NULL figures when
 -- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2). Failures are
 -- also counted by kind (error, timeout, disconnected, rejected), as seed 000's observability asks.
--- Percentiles are over successful requests, with linear interpolation (quantile_cont), taken one measure at a time
--- into slo_percentiles (sql/slo_percentiles.sql, so that a day's memory holds one measure's values). A bucket with
--- fewer judged requests (effective, with measured latency: sql/requests_judged.sql) than min_requests_per_bucket is not
--- judged on attainment (attainment_met NULL). A p99
--- that no request had a value for is NULL, which is not a failure. The 'all' row's all_met is false when any
--- of its own commitments fails or any judged bucket of the model fails: it never hides a failing bucket.
+-- Percentiles are over successful requests, with linear interpolation (quantile_cont), taken one measure at a time into
+-- slo_percentiles (sql/slo_percentiles.sql, so that a day's memory holds one measure's values). A bucket with fewer
+-- judged requests (effective, with measured latency: sql/requests_judged.sql) than min_requests_per_bucket is not
+-- judged on attainment (attainment_met NULL). A p99 that no request had a value for is NULL, which is not a failure.
+-- The 'all' row's all_met is false when any of its own commitments fails or any judged bucket of the model fails: it
+-- never hides a failing bucket.
 WITH stats AS (
     SELECT
         model,
