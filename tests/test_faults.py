@@ -557,8 +557,9 @@ def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_
 
 
 def test_duckdb_reaching_its_memory_limit_is_one_message_saying_what_to_raise(home: Path) -> None:
-    """What a 100M-request day met in core.capacity_windows and infra.slo_daily with the default 4 GB (README,
-    Performance), here with a limit no step can work in: the step fails with a message, not a traceback."""
+    """What a 100M-request day once met in core.capacity_windows and infra.slo_daily with the default 4 GB (README,
+    Performance; both now bound their percentiles' memory), here with a limit no step can work in: the step fails
+    with a message, not a traceback."""
     from tests.conftest import materialize
 
     result = materialize("2026-11-16", selection=["core/deployments_daily"], run_config={
