@@ -32,7 +32,8 @@ requests AS (
         least(p.last_window, to_window) AS last_window
     FROM requests_judged AS j
     JOIN policy AS p ON p.model = j.model
-    WHERE offset_us >= from_window * p.step_us AND offset_us < to_window * p.step_us + p.window_us
+    WHERE offset_us >= from_window * p.step_us
+      AND offset_us < least(p.last_window, to_window) * p.step_us + p.window_us  -- least first: no overflow
 )
 -- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at least
 -- from_window) to floor(t / step) (at most the last window, and to_window). Offsets are non-negative, so // is a

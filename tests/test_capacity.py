@@ -265,6 +265,17 @@ def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(ho
     assert {w["gpus"] for w in windows} == {24.0}
 
 
+def test_two_hour_windows_every_two_hours(home: Path) -> None:
+    # A step of 2 hours (7.2e9 us) is allowed (step_min up to 1440): the windows' arithmetic must not overflow.
+    slo(home, stable_window_min=120, step_min=120)
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", _clustered("a", T0 + timedelta(hours=10), 10,
+                                                                timedelta(minutes=3), output_tokens=100))
+    run_day(upto=["core/capacity_windows"])
+    windows = rows(home, "core", "capacity_windows", DAY, where="deployment_id = 'm70-h100'", order="window_index")
+    # 12 windows, 00:00-02:00 to 22:00-24:00; the ten requests of 10:00-10:27 are all in the sixth
+    assert [w["requests"] for w in windows] == [0] * 5 + [10] + [0] * 6
+
+
 def test_windows_taken_in_batches_are_the_windows_taken_at_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The windows' P99s are taken a batch of windows at a time (tokenledger/capacity.py); batches of one window
     give the same table as the whole day in one batch."""
