@@ -1,8 +1,9 @@
--- One hour ($hour) of the day's requests the prefix-cache what-if replays (whatif_hour_rows: that hour's rows of
--- sql/whatif_day_rows.sql), numbered and in the order the LRU replay reads them (sql/whatif_lru_requests.sql):
--- by unit_id, then seq. seq is the arrival order within the unit over the whole day, ties broken by request_id,
--- so a replay is the same on every run: the hour's own order plus the unit's requests of earlier hours
--- (whatif_seq_offsets). tokenledger/whatif.py writes the hours in order, one file each.
+-- A run of consecutive hours ($first_hour to $last_hour) of the day's requests the prefix-cache what-if replays
+-- (whatif_hour_rows: those hours' rows of sql/whatif_day_rows.sql), numbered and in the order the LRU replay
+-- reads them (sql/whatif_lru_requests.sql): by unit_id, then seq. seq is the arrival order within the unit over
+-- the whole day, ties broken by request_id, so a replay is the same on every run: the run's own order plus the
+-- unit's requests of earlier hours (whatif_seq_offsets: at the unit's first hour in the run, the least offset of
+-- its hours there). tokenledger/whatif.py writes the runs in order, one file each.
 -- seq is numbered over the requests' keys alone and joined back by request_id (unique in a day), so that only
 -- the one ORDER BY carries the hash lists: a window over the whole rows sorted them twice.
 WITH keyed AS (
@@ -26,5 +27,10 @@ SELECT
     r.hashes
 FROM whatif_hour_rows AS r
 JOIN keyed AS k ON k.request_id = r.request_id AND k.unit_id = r.unit_id
-JOIN whatif_seq_offsets AS o ON o.unit_id = r.unit_id AND o.hour = $hour
+JOIN (
+    SELECT unit_id, min(seq_offset) AS seq_offset
+    FROM whatif_seq_offsets
+    WHERE hour BETWEEN $first_hour AND $last_hour
+    GROUP BY unit_id
+) AS o ON o.unit_id = r.unit_id
 ORDER BY r.unit_id, seq

@@ -1,8 +1,8 @@
 -- The day's requests the prefix-cache what-if replays, one row each and in no order, with the UTC hour they
 -- arrived in: those that reached (every status but rejected) a deployment of whatif_units with a block size and
 -- carry prefix_block_hashes. tokenledger/whatif.py writes them partitioned by hour, then numbers and sorts them
--- an hour at a time (sql/whatif_day_requests.sql), so that no statement sorts a whole day of hash lists (the
--- 100M-request day's one sort spilled ~50 GB).
+-- a run of hours at a time (sql/whatif_day_requests.sql), so that no statement sorts a whole large day of hash
+-- lists (the 100M-request day's one sort spilled ~50 GB). blocks (the length of hashes) sizes those runs.
 -- replica_affine and replica_random are the replica a request meets under each routing: a hash of its
 -- session_id (of its request_id when it has none) or of its request_id, modulo the deployment's replicas; md5 so
 -- that any tool can repeat it (sql/md5_mod.sql). They are computed only when a scenario of config/whatif.yaml is
@@ -21,7 +21,8 @@ SELECT
          ELSE md5_mod(coalesce(r.session_id, r.request_id), u.replicas) END::INTEGER AS replica_affine,
     CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE md5_mod(r.request_id, u.replicas) END::INTEGER
         AS replica_random,
-    r.prefix_block_hashes AS hashes
+    r.prefix_block_hashes AS hashes,
+    len(r.prefix_block_hashes)::BIGINT AS blocks
 FROM day_requests AS r
 JOIN whatif_units AS u ON u.unit = r.deployment_id
 CROSS JOIN (SELECT count(*) FILTER (scope = 'per_replica') > 0 AS per_replica FROM cfg_whatif_scenario) AS w

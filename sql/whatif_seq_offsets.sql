@@ -1,9 +1,11 @@
 -- Where each hour's numbering starts, per unit: the unit's requests of the day's earlier hours (whatif_day_rows,
--- the rows of sql/whatif_day_rows.sql as written by hour). seq numbers a unit's requests of the whole day in
--- arrival order; an hour's are numbered from here (sql/whatif_day_requests.sql).
+-- the rows of sql/whatif_day_rows.sql as written by hour), and the hour's block accesses, which size the runs of
+-- hours tokenledger/whatif.py sorts together. seq numbers a unit's requests of the whole day in arrival order; a
+-- run of hours is numbered from its first hour's offset (sql/whatif_day_requests.sql).
 SELECT
     unit_id,
     hour,
-    (sum(count(*)) OVER (PARTITION BY unit_id ORDER BY hour) - count(*))::BIGINT AS seq_offset
+    (sum(count(*)) OVER (PARTITION BY unit_id ORDER BY hour) - count(*))::BIGINT AS seq_offset,
+    sum(blocks)::BIGINT AS accesses
 FROM whatif_day_rows
 GROUP BY unit_id, hour

@@ -156,15 +156,32 @@ def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
     assert _replayed(tmp_path, FIVE, chunk_accesses=3) == _replayed(tmp_path / "one", FIVE)
 
 
-def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(tmp_path: Path) -> None:
-    # The requests are written and sorted an hour at a time: 2.5 hours apart, the five are in five hour files
-    # (10:00 to 20:00), and every cache state crosses from one file to the next.
-    assert _replayed(tmp_path, FIVE, minutes_apart=150) == _replayed(tmp_path / "one", FIVE)
-    assert _replayed(tmp_path / "chunks", FIVE, chunk_accesses=3, minutes_apart=150) == _replayed(tmp_path / "one",
-                                                                                                    FIVE)
-    assert sorted(p.name for p in tmp_path.glob("whatif_requests-*")) == [
+def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenledger import whatif
+
+    # 2.5 hours apart, the five requests fall in five hours (10:00 to 20:00). A small day is sorted in one run of
+    # hours, one file; with runs of at most one access, each hour is a file of its own and every cache state
+    # crosses from one file to the next.
+    one = _replayed(tmp_path / "one", FIVE)
+    assert _replayed(tmp_path / "small", FIVE, minutes_apart=150) == one
+    assert [p.name for p in (tmp_path / "small").glob("whatif_requests-*")] == ["whatif_requests-10.parquet"]
+    monkeypatch.setattr(whatif, "SLAB_ACCESSES_PER_LIMIT_BYTE", 1e-12)
+    assert _replayed(tmp_path / "hours", FIVE, minutes_apart=150) == one
+    assert _replayed(tmp_path / "chunks", FIVE, chunk_accesses=3, minutes_apart=150) == one
+    assert sorted(p.name for p in (tmp_path / "hours").glob("whatif_requests-*")) == [
         "whatif_requests-10.parquet", "whatif_requests-12.parquet", "whatif_requests-15.parquet",
         "whatif_requests-17.parquet", "whatif_requests-20.parquet"]
+
+
+def test_hours_are_sorted_in_runs_of_at_most_the_limit() -> None:
+    from tokenledger.whatif import hour_runs
+
+    # 5 + 4 fit in 10, 3 more would not; 12 alone is above the limit and a run of its own; 2 + 6 + 1 fit.
+    assert hour_runs([(0, 5), (1, 4), (2, 3), (3, 12), (4, 2), (5, 6), (6, 1)], 10) == [
+        [0, 1], [2], [3], [4, 5, 6]]
+    assert hour_runs([(7, 0), (8, 0)], 1) == [[7, 8]]
+    assert hour_runs([], 10) == []
 
 
 def test_the_infinite_cache_taken_in_parts_of_its_hashes_is_the_same(tmp_path: Path,

@@ -42,6 +42,12 @@ _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in 
 # billion at 4 GB: the 10M-request day's 555 million are one part, the 100M-request day's 5.5 billion six).
 INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
 
+# The day's requests are sorted with their hash lists in runs of hours of at most this many block accesses per
+# byte of DuckDB's memory limit (about 34 million at 4 GB: a 200k-request day is one run, the 10M-request day's
+# hours of ~23 million accesses one each, as all of the 100M-request day's hours of ~230 million). Each run is a
+# statement and a file, ~10 ms of fixed cost: an hour each cost a 1,500-request day 0.25 s of its ~3 s.
+SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
+
 
 def infinite_parts(con: duckdb.DuckDBPyConnection) -> int:
     """In how many parts of its hashes the infinite cache takes whatif_requests' block accesses."""
@@ -227,14 +233,16 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: in
 
 
 def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[list[Path], int]:
-    """The day's requests to replay, numbered and sorted by unit and arrival, as one file per hour in scratch
-    (read in hour order, they are in the order the LRU replay needs within every unit); returns the files and
-    their rows.
+    """The day's requests to replay, numbered and sorted by unit and arrival, as one file per run of consecutive
+    hours in scratch (read in order, they are in the order the LRU replay needs within every unit); returns the
+    files and their rows.
 
-    The rows are written once partitioned by hour (sql/whatif_day_rows.sql, no sort), then each hour is numbered
-    and sorted on its own (sql/whatif_day_requests.sql), its partition removed once written: memory and spill
-    hold an hour of hash lists, not a day's. One sort of the whole day spilled a peak of ~50 GB for the
-    100M-request day's 5.5 billion block ids and filled the disk."""
+    The rows are written once partitioned by hour (sql/whatif_day_rows.sql, no sort), then each run of hours is
+    numbered and sorted on its own (sql/whatif_day_requests.sql), its partitions removed once written: memory and
+    spill hold a run's hash lists, not a day's. One sort of the whole day spilled a peak of ~50 GB for the
+    100M-request day's 5.5 billion block ids. A run is as many hours as hold at most `slab_accesses(con)` block
+    accesses (one hour when an hour alone holds more): a small day is one file and one sort, a large one a file
+    an hour."""
     by_hour = scratch / "whatif_day_rows"
     shutil.rmtree(by_hour, ignore_errors=True)
     con.execute(f"COPY ({statement('whatif_day_rows')}) TO {quote_path(by_hour)} "
@@ -245,23 +253,48 @@ def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[
         con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_day_rows AS SELECT * FROM read_parquet([{written}], "
                     "hive_partitioning = true, hive_types = {'hour': INTEGER})")
         con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS " + statement("whatif_seq_offsets"))
+        accesses = dict(con.execute("SELECT hour, sum(accesses) FROM whatif_seq_offsets GROUP BY hour").fetchall())
+        slabs = hour_runs([(hour, int(accesses.get(hour, 0))) for hour in hours], slab_accesses(con))
     else:  # nothing to replay: one empty file of the same columns
-        hours = [0]
+        slabs = [[0]]
         con.execute("CREATE OR REPLACE TEMP VIEW whatif_hour_rows AS " + statement("whatif_day_rows") + " LIMIT 0")
         con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS SELECT 0 AS unit_id, 0 AS hour, "
-                    "0::BIGINT AS seq_offset")
+                    "0::BIGINT AS seq_offset, 0::BIGINT AS accesses")
     files, rows = [], 0
-    for hour in hours:
-        partition = by_hour / f"hour={hour}"
-        if partition.is_dir():
-            parts = ", ".join(sql_path(p) for p in sorted(partition.glob("*.parquet")))
+    for slab in slabs:
+        partitions = [by_hour / f"hour={hour}" for hour in slab]
+        parts = ", ".join(sql_path(p) for partition in partitions if partition.is_dir()
+                          for p in sorted(partition.glob("*.parquet")))
+        if parts:
             con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_hour_rows AS SELECT * FROM read_parquet([{parts}], "
                         "hive_partitioning = false)")
-        files.append(scratch / f"whatif_requests-{hour:02d}.parquet")
-        rows += lake.write_query(con, statement("whatif_day_requests"), files[-1], {"hour": hour})
-        shutil.rmtree(partition, ignore_errors=True)
+        files.append(scratch / f"whatif_requests-{slab[0]:02d}.parquet")
+        rows += lake.write_query(con, statement("whatif_day_requests"), files[-1],
+                                 {"first_hour": slab[0], "last_hour": slab[-1]})
+        for partition in partitions:
+            shutil.rmtree(partition, ignore_errors=True)
     shutil.rmtree(by_hour, ignore_errors=True)
     return files, rows
+
+
+def slab_accesses(con: duckdb.DuckDBPyConnection) -> int:
+    """At most how many block accesses the what-if sorts in one statement (a run of hours, `hour_runs`)."""
+    return max(1, int(memory_limit_bytes(con) * SLAB_ACCESSES_PER_LIMIT_BYTE))
+
+
+def hour_runs(hours: list[tuple[int, int]], limit: int) -> list[list[int]]:
+    """The day's hours (hour, block accesses), in order, grouped into runs of consecutive hours of at most `limit`
+    accesses together; an hour above the limit alone is a run of its own."""
+    runs: list[list[int]] = []
+    held = 0
+    for hour, accesses in hours:
+        if runs and held + accesses <= limit:
+            runs[-1].append(hour)
+            held += accesses
+        else:
+            runs.append([hour])
+            held = accesses
+    return runs
 
 
 def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int) -> None:
