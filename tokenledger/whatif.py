@@ -49,20 +49,24 @@ INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
 SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
 
 
-def infinite_parts(con: duckdb.DuckDBPyConnection) -> int:
-    """In how many parts of its hashes the infinite cache takes whatif_requests' block accesses."""
-    accesses = con.execute("SELECT coalesce(sum(len(hashes)), 0) FROM whatif_requests").fetchone()[0]
+def infinite_parts(con: duckdb.DuckDBPyConnection, accesses: int | None = None) -> int:
+    """In how many parts of its hashes the infinite cache takes whatif_requests' block accesses (`accesses`, when
+    the caller knows them: counting reads every hash list, 5.5 billion block ids on the 100M-request day)."""
+    if accesses is None:
+        accesses = con.execute("SELECT coalesce(sum(len(hashes)), 0) FROM whatif_requests").fetchone()[0]
     per_part = max(1, int(memory_limit_bytes(con) * INFINITE_ACCESSES_PER_LIMIT_BYTE))
     return max(1, -(-int(accesses) // per_part))
 
 
-def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES) -> int:
-    """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results` (the
-    infinite cache's parts written to files in `scratch`); returns the number of (unit, scenario) results."""
+def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES,
+           accesses: int | None = None) -> int:
+    """Replay `whatif_requests` (of `accesses` block accesses, counted when None) through every scenario of
+    `whatif_scenario_units` into `whatif_results` (the infinite cache's parts written to files in `scratch`);
+    returns the number of (unit, scenario) results."""
     results: list[tuple[str, str, int]] = []
     infinite = con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
                            "AND cache = 'infinite' ORDER BY ALL").fetchall()
-    parts = infinite_parts(con) if infinite else 1
+    parts = infinite_parts(con, accesses) if infinite else 1
     for scope, routing in infinite:
         cached = _replay_infinite(con, scope, routing, parts, scratch)
         scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
@@ -227,15 +231,15 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: in
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_day_units"))
     scratch.mkdir(parents=True, exist_ok=True)
     run_sql(con, "md5_mod")  # the replica of a routing key, used by sql/whatif_day_rows.sql
-    files, replayed = _write_day_requests(con, scratch)
-    _replay_files(con, files, chunk_accesses)
+    files, replayed, accesses = _write_day_requests(con, scratch)
+    _replay_files(con, files, chunk_accesses, accesses)
     return replayed
 
 
-def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[list[Path], int]:
+def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[list[Path], int, int]:
     """The day's requests to replay, numbered and sorted by unit and arrival, as one file per run of consecutive
     hours in scratch (read in order, they are in the order the LRU replay needs within every unit); returns the
-    files and their rows.
+    files, their rows and their block accesses.
 
     The rows are written once partitioned by hour (sql/whatif_day_rows.sql, no sort), then each run of hours is
     numbered and sorted on its own (sql/whatif_day_requests.sql), its partitions removed once written: memory and
@@ -255,8 +259,9 @@ def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[
         con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS " + statement("whatif_seq_offsets"))
         accesses = dict(con.execute("SELECT hour, sum(accesses) FROM whatif_seq_offsets GROUP BY hour").fetchall())
         slabs = hour_runs([(hour, int(accesses.get(hour, 0))) for hour in hours], slab_accesses(con))
+        total = sum(int(n) for n in accesses.values())
     else:  # nothing to replay: one empty file of the same columns
-        slabs = [[0]]
+        slabs, total = [[0]], 0
         con.execute("CREATE OR REPLACE TEMP VIEW whatif_hour_rows AS " + statement("whatif_day_rows") + " LIMIT 0")
         con.execute("CREATE OR REPLACE TEMP TABLE whatif_seq_offsets AS SELECT 0 AS unit_id, 0 AS hour, "
                     "0::BIGINT AS seq_offset, 0::BIGINT AS accesses")
@@ -274,7 +279,7 @@ def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path) -> tuple[
         for partition in partitions:
             shutil.rmtree(partition, ignore_errors=True)
     shutil.rmtree(by_hour, ignore_errors=True)
-    return files, rows
+    return files, rows, total
 
 
 def slab_accesses(con: duckdb.DuckDBPyConnection) -> int:
@@ -297,12 +302,14 @@ def hour_runs(hours: list[tuple[int, int]], limit: int) -> list[list[int]]:
     return runs
 
 
-def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int) -> None:
-    """The view whatif_requests over `files` (in their order), then every scenario's replay and figures."""
+def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int,
+                  accesses: int | None = None) -> None:
+    """The view whatif_requests over `files` (in their order, `accesses` block accesses if known), then every
+    scenario's replay and figures."""
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet("
                 f"[{', '.join(sql_path(p) for p in files)}], hive_partitioning = false)")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
-    replay(con, files[0].parent, chunk_accesses)
+    replay(con, files[0].parent, chunk_accesses, accesses)
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
 
 
