@@ -5,8 +5,8 @@
 -- lists (the 100M-request day's one sort spilled ~50 GB). blocks (the length of hashes) sizes those runs.
 -- replica_affine and replica_random are the replica a request meets under each routing: a hash of its
 -- session_id (of its request_id when it has none) or of its request_id, modulo the deployment's replicas; md5 so
--- that any tool can repeat it (sql/md5_mod.sql). They are computed only when a scenario of config/whatif.yaml is
--- per replica and the deployment has more than one (else 0): they are read nowhere else.
+-- that any tool can repeat it (sql/replica_of.sql, sql/md5_mod.sql). They are computed only when a scenario of
+-- config/whatif.yaml is per replica and the deployment has more than one (else 0): they are read nowhere else.
 SELECT
     hour(timezone('UTC', r.received_at))::INTEGER AS hour,
     u.unit,
@@ -17,10 +17,8 @@ SELECT
     r.cached_input_tokens,
     r.output_tokens,
     u.kv_block_tokens,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0
-         ELSE md5_mod(coalesce(r.session_id, r.request_id), u.replicas) END::INTEGER AS replica_affine,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE md5_mod(r.request_id, u.replicas) END::INTEGER
-        AS replica_random,
+    replica_of(coalesce(r.session_id, r.request_id), u.replicas, w.per_replica) AS replica_affine,
+    replica_of(r.request_id, u.replicas, w.per_replica) AS replica_random,
     r.prefix_block_hashes AS hashes,
     len(r.prefix_block_hashes)::BIGINT AS blocks
 FROM day_requests AS r

@@ -14,10 +14,8 @@ SELECT
     NULL::BIGINT AS cached_input_tokens,
     t.output_length AS output_tokens,
     u.kv_block_tokens,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0
-         ELSE md5_mod(coalesce(t.session_id, t.line_id), u.replicas) END::INTEGER AS replica_affine,
-    CASE WHEN u.replicas = 1 OR NOT w.per_replica THEN 0 ELSE md5_mod(t.line_id, u.replicas) END::INTEGER
-        AS replica_random,
+    replica_of(coalesce(t.session_id, t.line_id), u.replicas, w.per_replica) AS replica_affine,
+    replica_of(t.line_id, u.replicas, w.per_replica) AS replica_random,
     t.hash_ids AS hashes
 FROM t
 JOIN whatif_units AS u ON u.unit = t.trace

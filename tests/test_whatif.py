@@ -412,8 +412,9 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
 
 
 def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_computes_it() -> None:
-    """sql/md5_mod.sql takes md5 mod replicas from md5's two 64-bit halves; it must be the 128-bit
-    number's remainder (Python: int.from_bytes(md5(key), 'little') % replicas), and 0 when nothing is per replica."""
+    """sql/md5_mod.sql (through sql/replica_of.sql) takes md5 mod replicas from md5's two 64-bit halves; it must be
+    the 128-bit number's remainder (Python: int.from_bytes(md5(key), 'little') % replicas), and 0 when nothing is
+    per replica."""
     import hashlib
 
     import duckdb
@@ -430,6 +431,7 @@ def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_compute
     con.execute("CREATE TABLE whatif_units AS SELECT unnest($u) AS unit, 1 AS unit_id, 16 AS kv_block_tokens, "
                 "unnest($r) AS replicas", {"u": list(replicas), "r": list(replicas.values())})
     run_sql(con, "md5_mod")
+    run_sql(con, "replica_of")
     for per_replica in (True, False):
         con.execute("CREATE OR REPLACE TABLE cfg_whatif_scenario AS SELECT $s AS scope",
                     {"s": "per_replica" if per_replica else "shared"})

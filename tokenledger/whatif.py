@@ -230,7 +230,8 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: in
     replayed."""
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_day_units"))
     scratch.mkdir(parents=True, exist_ok=True)
-    run_sql(con, "md5_mod")  # the replica of a routing key, used by sql/whatif_day_rows.sql
+    run_sql(con, "md5_mod")  # the replica of a routing key (sql/replica_of.sql), used by sql/whatif_day_rows.sql
+    run_sql(con, "replica_of")
     files, replayed, accesses = _write_day_requests(con, scratch)
     _replay_files(con, files, chunk_accesses, accesses)
     return replayed
@@ -392,7 +393,8 @@ def build_cache_whatif_traces(con: duckdb.DuckDBPyConnection, layout: HomeLayout
                     "session_id WHERE false")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_units AS " + statement("whatif_trace_units"))
     scratch.mkdir(parents=True, exist_ok=True)
-    run_sql(con, "md5_mod")  # the replica of a routing key, used by sql/whatif_trace_requests.sql
+    run_sql(con, "md5_mod")  # the replica of a routing key (sql/replica_of.sql), used by
+    run_sql(con, "replica_of")  # sql/whatif_trace_requests.sql
     requests = scratch / "whatif_trace_requests.parquet"
     replayed = lake.write_query(con, statement("whatif_trace_requests"), requests)
     _replay_files(con, [requests], CHUNK_ACCESSES)
