@@ -126,10 +126,10 @@ versions:
 # (--dist loadfile) in collection order, each worker taking the next file when it finishes one: the longest go
 # first and the short ones fill in at the end, so neither worker is left running a long module alone.
 SLOW_MODULES = {
-    "test_operations.py": 116, "test_faults_operations.py": 59, "test_accounting_week.py": 36,
+    "test_operations.py": 116, "test_faults_operations.py": 59, "test_week.py": 40,
     "test_generate.py": 28, "test_demo_fleet.py": 23, "test_checks.py": 22, "test_cost.py": 20,
     "test_accounting.py": 20, "test_ingest_gateway.py": 20, "test_capacity_week.py": 18, "test_capacity.py": 18,
-    "test_cost_week.py": 17, "test_schedule_sensor.py": 15, "test_report_verdict.py": 15, "test_loadtest.py": 13,
+    "test_schedule_sensor.py": 15, "test_report_verdict.py": 15, "test_loadtest.py": 13,
 }
 
 
