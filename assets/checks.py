@@ -2,7 +2,8 @@
 
 Every table in the catalog gets a `contract` check (blocking: the critical rules of its contract, counted in DuckDB
 and judged by a GX suite, see tokenledger/expectations.py) and, when its contract has warning rules, a
-`contract_warnings` check that never blocks; both come from one step and one pass over the day's rows.
+`contract_warnings` check that never blocks; both run in the table's own step, right after its days are written,
+from one pass over the day's rows (the specs and results are here, the steps in assets/tables.py).
 Cross-table checks guard what no single contract can: every day and source reconciles, the quarantine stays
 small, every model in the logs is in the inventory.
 
@@ -10,7 +11,8 @@ Each check reads the day files its asset wrote (for a ranged run, every day of t
 message naming the table, the day file(s), the rule, how many rows break it and examples.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 import dagster as dg
@@ -19,18 +21,64 @@ from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
 from tokenledger.adapters import NOT_A_REQUEST
-from tokenledger.catalog import TABLES, TableRef
+from tokenledger.catalog import TableRef
 from tokenledger.contracts import load_contract
-from tokenledger.duck import literal_path, query_files
+from tokenledger.cost import unbalanced_rows
+from tokenledger.duck import literal_path, query_files, scratch_connection
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
 from tokenledger.faults import failpoint
 from tokenledger.ingest import GATEWAY_FORMATS
 from tokenledger.landing import landing_files
 
-_RECONCILIATION = dg.AssetKey(["quality", "ingest_reconciliation_daily"])
+_RECONCILIATION = "quality.ingest_reconciliation_daily"
 
 
-def _day_files(ledger: LedgerResource, schema: str, table: str, context: dg.AssetCheckExecutionContext) -> list[str]:
+@dataclass(frozen=True)
+class TableCheck:
+    """A check of one table other than its contract, evaluated in the table's step after the contract checks:
+    `evaluate(context, ledger)` gives its verdict (its asset key and name are the spec's)."""
+
+    spec: dg.AssetCheckSpec
+    evaluate: Callable[[dg.AssetExecutionContext, LedgerResource], dg.AssetCheckResult]
+
+
+# By table (`schema.name`), in the order they are declared.
+TABLE_CHECKS: dict[str, list[TableCheck]] = {}
+
+
+def table_check(table: str, *, blocking: bool, description: str, additional_deps: tuple[str, ...] = ()
+                ) -> Callable[[Callable[..., dg.AssetCheckResult]], Callable[..., dg.AssetCheckResult]]:
+    """Register the decorated function (named as the check) as a check of `table`, run in the table's step
+    (assets/tables.py); `additional_deps`: other tables it reads, which the step then waits for."""
+    def register(fn: Callable[..., dg.AssetCheckResult]) -> Callable[..., dg.AssetCheckResult]:
+        spec = dg.AssetCheckSpec(fn.__name__, asset=dg.AssetKey(table.split(".")), blocking=blocking,
+                                 partitions_def=daily_partitions, description=description,
+                                 additional_deps=[dg.AssetKey(d.split(".")) for d in additional_deps])
+        TABLE_CHECKS.setdefault(table, []).append(TableCheck(spec, fn))
+        return fn
+    return register
+
+
+def table_check_specs(ref: TableRef) -> list[dg.AssetCheckSpec]:
+    """Every check of the table run in its step: its contract's, then the others registered for it."""
+    return contract_check_specs(ref) + [c.spec for c in TABLE_CHECKS.get(ref.qualified, [])]
+
+
+def table_check_results(context: dg.AssetExecutionContext, ledger: LedgerResource, ref: TableRef
+                        ) -> Iterator[dg.AssetCheckResult]:
+    """The results of the table's checks the run selected: its contract's, then each other one's."""
+    yield from contract_results(context, ledger, ref)
+    selected = context.selected_asset_check_keys
+    for check in TABLE_CHECKS.get(ref.qualified, []):
+        if check.spec.key not in selected:
+            continue
+        verdict = check.evaluate(context, ledger)
+        yield dg.AssetCheckResult(asset_key=check.spec.asset_key, check_name=check.spec.name, passed=verdict.passed,
+                                  severity=verdict.severity, description=verdict.description,
+                                  metadata=verdict.metadata)
+
+
+def _day_files(ledger: LedgerResource, schema: str, table: str, context: dg.AssetExecutionContext) -> list[str]:
     return [literal_path(lake.day_file(ledger.layout.lake, schema, table, day)) for day in days_of(context)]
 
 
@@ -44,10 +92,14 @@ def _validation_metadata(validation: Validation, severity: str) -> dict:
     }
 
 
-def _contract_checks(ref: TableRef) -> dg.AssetChecksDefinition:
-    """The contract checks of one table, run as one step over one validation of its day files: `contract`
-    (blocking) for the critical rules and, when the contract has warning rules, `contract_warnings` (never
-    blocking) for those."""
+_SEVERITY = {"contract": (CRITICAL, dg.AssetCheckSeverity.ERROR),
+             "contract_warnings": (WARNING, dg.AssetCheckSeverity.WARN)}
+
+
+def contract_check_specs(ref: TableRef) -> list[dg.AssetCheckSpec]:
+    """The contract checks of one table: `contract` (blocking) for the critical rules and, when its contract has
+    warning rules, `contract_warnings` (never blocking) for those. Both run in the table's own step
+    (assets/tables.py), after its days are written, over one validation of its day files."""
     key = dg.AssetKey([ref.schema, ref.name])
     table = load_contract(ref.contract_id).table(ref.contract_table)
     contract_file = f"data_contracts/{ref.contract_id}.odcs.yaml"
@@ -57,31 +109,33 @@ def _contract_checks(ref: TableRef) -> dg.AssetChecksDefinition:
     if any(r.severity == "warning" for r in table.row_rules + table.set_rules):
         specs.append(dg.AssetCheckSpec("contract_warnings", asset=key, blocking=False, partitions_def=daily_partitions,
                                        description=f"The warning rules of {contract_file}; reported, never blocking."))
-    severity = {"contract": (CRITICAL, dg.AssetCheckSeverity.ERROR),
-                "contract_warnings": (WARNING, dg.AssetCheckSeverity.WARN)}
-
-    @dg.multi_asset_check(specs=specs, name=f"{key.to_python_identifier()}_contract", can_subset=True)
-    def contract(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
-                 ) -> Iterable[dg.AssetCheckResult]:
-        failpoint(f"checks:{ref.qualified}")
-        files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
-        with ledger.compute() as (con, _scratch):
-            validation = validate_days(con, ref.qualified, table, files)
-        for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
-            rules, level = severity[check_key.name]
-            yield dg.AssetCheckResult(check_name=check_key.name, passed=not validation.failed(rules),
-                                      severity=level, description=validation.describe(rules),
-                                      metadata=_validation_metadata(validation, rules))
-
-    return contract
+    return specs
 
 
-contract_checks = [_contract_checks(ref) for ref in TABLES]
+def contract_results(context: dg.AssetExecutionContext, ledger: LedgerResource, ref: TableRef
+                     ) -> Iterator[dg.AssetCheckResult]:
+    """The results of the table's contract checks the run selected (none, when it selected neither): one
+    validation of the day files of the run's days, judged for each."""
+    key = dg.AssetKey([ref.schema, ref.name])
+    wanted = sorted((k for k in context.selected_asset_check_keys if k.asset_key == key and k.name in _SEVERITY),
+                    key=lambda k: k.name)
+    if not wanted:
+        return
+    failpoint(f"checks:{ref.qualified}")
+    table = load_contract(ref.contract_id).table(ref.contract_table)
+    files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
+    with ledger.compute() as (con, _scratch):
+        validation = validate_days(con, ref.qualified, table, files)
+    for check_key in wanted:
+        rules, level = _SEVERITY[check_key.name]
+        yield dg.AssetCheckResult(asset_key=key, check_name=check_key.name, passed=not validation.failed(rules),
+                                  severity=level, description=validation.describe(rules),
+                                  metadata=_validation_metadata(validation, rules))
 
 
-@dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
-                description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged.")
-def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+@table_check(_RECONCILIATION, blocking=True,
+             description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged.")
+def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: LedgerResource
                                    ) -> dg.AssetCheckResult:
     files = _day_files(ledger, "quality", "ingest_reconciliation_daily", context)
     broken = query_files(
@@ -96,7 +150,7 @@ def ingest_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledge
     )
 
 
-def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutionContext) -> list[tuple]:
+def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionContext) -> list[tuple]:
     """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
     how many of the quarantined rows are not request records (tokenledger.adapters.NOT_A_REQUEST)."""
     return query_files(
@@ -118,11 +172,10 @@ def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetCheckExecutio
          "not_request": NOT_A_REQUEST})
 
 
-@dg.asset_check(asset=_RECONCILIATION, blocking=True, partitions_def=daily_partitions,
-                additional_deps=[dg.AssetKey(["quality", "quarantine"])],
-                description="No source quarantines more than max_quarantine_share of the rows it read "
-                            "(the ledger resource's setting, 0.1% by default): beyond it the figures are not trusted.")
-def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+@table_check(_RECONCILIATION, blocking=True, additional_deps=("quality.quarantine",),
+             description="No source quarantines more than max_quarantine_share of the rows it read "
+                         "(the ledger resource's setting, 0.1% by default): beyond it the figures are not trusted.")
+def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: LedgerResource
                                 ) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
     limit = ledger.max_quarantine_share
@@ -145,10 +198,9 @@ def quarantine_within_tolerance(context: dg.AssetCheckExecutionContext, ledger: 
     )
 
 
-@dg.asset_check(asset=_RECONCILIATION, blocking=False, partitions_def=daily_partitions,
-                additional_deps=[dg.AssetKey(["quality", "quarantine"])],
-                description="Warns when any row was quarantined, with the count per source and field.")
-def quarantine_empty(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+@table_check(_RECONCILIATION, blocking=False, additional_deps=("quality.quarantine",),
+             description="Warns when any row was quarantined, with the count per source and field.")
+def quarantine_empty(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
     found = [(d, s, q, reasons) for d, s, _read, q, reasons, _not_requests in rows if q]
     return dg.AssetCheckResult(
@@ -159,10 +211,9 @@ def quarantine_empty(context: dg.AssetCheckExecutionContext, ledger: LedgerResou
     )
 
 
-@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=True, partitions_def=daily_partitions,
-                additional_deps=[dg.AssetKey(["core", "deployments_daily"])],
-                description="Every (model, deployment_id) in the day's requests is in the inventory for that day.")
-def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+@table_check("core.gateway_requests", blocking=True, additional_deps=("core.deployments_daily",),
+             description="Every (model, deployment_id) in the day's requests is in the inventory for that day.")
+def models_in_inventory(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     missing = query_files(
         "SELECT r.day, r.model, r.deployment_id, count(*) FROM read_parquet($requests) r "
         "ANTI JOIN read_parquet($deployments) d ON d.day = r.day AND d.model = r.model "
@@ -179,11 +230,10 @@ def models_in_inventory(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
     )
 
 
-@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=False, partitions_def=daily_partitions,
-                additional_deps=[dg.AssetKey(["core", "deployments_daily"])],
-                description="Every deployment in force on the day served at least one request (a warning: a model "
-                            "may be idle, but a silent one is often a log that never arrived).")
-def deployments_with_requests(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
+@table_check("core.gateway_requests", blocking=False, additional_deps=("core.deployments_daily",),
+             description="Every deployment in force on the day served at least one request (a warning: a model "
+                         "may be idle, but a silent one is often a log that never arrived).")
+def deployments_with_requests(context: dg.AssetExecutionContext, ledger: LedgerResource
                               ) -> dg.AssetCheckResult:
     silent = query_files(
         "SELECT d.day, d.model, d.deployment_id FROM read_parquet($deployments) d "
@@ -218,10 +268,10 @@ def _day_end(day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
 
 
-@dg.asset_check(asset=dg.AssetKey(["core", "gateway_requests"]), blocking=False, partitions_def=daily_partitions,
-                description="Warns when a day's gateway logs have not arrived by logs_complete_hour_utc of the next "
-                            "day (04:00 UTC by default), or when the day ran before then.")
-def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+@table_check("core.gateway_requests", blocking=False,
+             description="Warns when a day's gateway logs have not arrived by logs_complete_hour_utc of the next "
+                         "day (04:00 UTC by default), or when the day ran before then.")
+def gateway_logs_fresh(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     now = datetime.now(UTC)
     notes = []
     for day in days_of(context):
@@ -233,10 +283,10 @@ def gateway_logs_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerRes
                                description="; ".join(late) or "; ".join(t for _, t in notes if t) or "logs complete")
 
 
-@dg.asset_check(asset=dg.AssetKey(["core", "billing_charges"]), blocking=False, partitions_def=daily_partitions,
-                description="Warns when no billing row covers a day billing_complete_after_hours (36 by default) "
-                            "after it ended.")
-def billing_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+@table_check("core.billing_charges", blocking=False,
+             description="Warns when no billing row covers a day billing_complete_after_hours (36 by default) "
+                         "after it ended.")
+def billing_fresh(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     now = datetime.now(UTC)
     rows = dict(query_files(
         "SELECT day, count(*) FROM read_parquet($f) GROUP BY day",
@@ -246,3 +296,19 @@ def billing_fresh(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
     late = [text for ok, text in notes if not ok]
     return dg.AssetCheckResult(passed=not late, severity=dg.AssetCheckSeverity.WARN,
                                description="; ".join(late) or "; ".join(t for _, t in notes if t) or "billing complete")
+
+
+@table_check("finance.cost_reconciliation_daily", blocking=True,
+             description="Every day and currency: billed EffectiveCost = allocated + unallocated, within 1e-6.")
+def cost_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    files = _day_files(ledger, "finance", "cost_reconciliation_daily", context)
+    with scratch_connection() as con:
+        broken = unbalanced_rows(con, files)
+        checked = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": files}).fetchone()[0]
+    return dg.AssetCheckResult(
+        passed=not broken,
+        description=("finance.cost_reconciliation_daily does not balance: " + "; ".join(broken[:5])
+                     + (f"; and {len(broken) - 5} more" if len(broken) > 5 else "")
+                     if broken else f"{len(files)} day(s), {checked} currency row(s) balanced"),
+        metadata={"unbalanced_rows": len(broken)},
+    )

@@ -1,7 +1,8 @@
 """Cost: the bill allocated to deployments, cost per 1M tokens, tenant showback and reconciliation (metrics.md, 4).
 
 core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (spec/published.md)
-once the blocking check `cost_reconciliation_balanced` has passed for the day, and so is the showback as a FinOps
+once the blocking check `cost_reconciliation_balanced` (assets/checks.py, run in the reconciliation's step) has
+passed for the day, and so is the showback as a FinOps
 FOCUS dataset, focus.cost_and_usage_daily. The logic is in
 tokenledger/cost.py and the SQL file named after each table.
 """
@@ -10,9 +11,7 @@ import dagster as dg
 
 from assets.daily import for_each_day
 from assets.tables import table_asset
-from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
-from tokenledger import lake
 from tokenledger.cost import (
     build_cost_allocation,
     build_cost_lines,
@@ -20,9 +19,7 @@ from tokenledger.cost import (
     build_cost_reconciliation,
     build_focus_cost_and_usage,
     build_tenant_showback,
-    unbalanced_rows,
 )
-from tokenledger.duck import literal_path, scratch_connection
 
 
 @table_asset("core.cost_lines")
@@ -97,20 +94,3 @@ def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerR
                         lambda con, window, _: build_cost_reconciliation(con, ledger.layout, window),
                         needs_config=True)
 
-
-@dg.asset_check(asset=cost_reconciliation_daily, blocking=True, partitions_def=daily_partitions,
-                description="Every day and currency: billed EffectiveCost = allocated + unallocated, within 1e-6.")
-def cost_reconciliation_balanced(context: dg.AssetCheckExecutionContext, ledger: LedgerResource
-                                 ) -> dg.AssetCheckResult:
-    files = [literal_path(lake.day_file(ledger.layout.lake, "finance", "cost_reconciliation_daily", day))
-             for day in days_of(context)]
-    with scratch_connection() as con:
-        broken = unbalanced_rows(con, files)
-        checked = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": files}).fetchone()[0]
-    return dg.AssetCheckResult(
-        passed=not broken,
-        description=("finance.cost_reconciliation_daily does not balance: " + "; ".join(broken[:5])
-                     + (f"; and {len(broken) - 5} more" if len(broken) > 5 else "")
-                     if broken else f"{len(files)} day(s), {checked} currency row(s) balanced"),
-        metadata={"unbalanced_rows": len(broken)},
-    )

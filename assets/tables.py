@@ -2,16 +2,19 @@
 catalog metadata come from the line, so no module repeats them.
 
 `table_asset("infra.capacity_daily")` decorates a day table's compute function; `sql_table_asset(ref)` builds the
-whole asset of a table its SQL computes alone from one of the standard INPUTS below.
+whole asset of a table its SQL computes alone from one of the standard INPUTS below. Either way the table's
+contract checks run in its step, after its days are written.
 """
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import duckdb
 
+from assets.checks import table_check_results, table_check_specs
 from assets.daily import column_schema, for_each_day
 from pipelines.partitions import daily_partitions, single_run
 from pipelines.resources import LedgerResource
@@ -28,30 +31,53 @@ from tokenledger.contracts import load_contract
 from tokenledger.ingest import DayWindow
 
 
-def _definition(ref: TableRef, description: str | None = None) -> dict[str, Any]:
-    """dg.asset arguments for a registry line."""
-    return {
-        "key": ref.key_path,
-        "deps": [dg.AssetKey(table(name).key_path) for name in ref.reads],
-        "partitions_def": daily_partitions,
-        "backfill_policy": single_run,
-        "group_name": ref.stage,
-        "kinds": {"duckdb", "parquet"},
-        "description": description,
-        "metadata": {
+def _table_asset(ref: TableRef, compute: Callable[..., dg.MaterializeResult], description: str | None = None
+                 ) -> dg.AssetsDefinition:
+    """The asset of a registry line: `compute(context, ledger)` writes the run's days of the table, then its
+    checks (its contract's and any other, assets/checks.py) judge them in the same step.
+
+    One step for a table and its checks, not two: a step costs Dagster 20-40 ms of its own (events, the inputs'
+    data versions, a connection), and a day's 31 check steps were a quarter of a small day's run. The asset can be
+    subset: a run may select its checks alone (they judge the day files already written) or the table alone.
+    A blocking check that fails fails the step once every selected check of the table has been evaluated.
+    """
+    key = dg.AssetKey(ref.key_path)
+    checks = table_check_specs(ref)
+    # What the table reads, and what its checks read besides it: the step runs after both are written.
+    reads = [dg.AssetKey(table(name).key_path) for name in ref.reads]
+    reads += [d.asset_key for c in checks for d in c.additional_deps if d.asset_key not in reads + [key]]
+    spec = dg.AssetSpec(
+        key,
+        deps=reads,
+        description=description,
+        group_name=ref.stage,
+        kinds={"duckdb", "parquet"},
+        metadata={
             "grain": ref.grain,
             "contract": ref.contract_file,
             "sql": ref.sql_file,
             "published": ref.published,
             "dagster/column_schema": column_schema(ref),
         },
-    }
+    )
+
+    @dg.multi_asset(name=key.to_python_identifier(), specs=[spec], check_specs=checks,
+                    partitions_def=daily_partitions, backfill_policy=single_run, can_subset=True)
+    def _asset(context: dg.AssetExecutionContext, ledger: LedgerResource) -> Iterator[Any]:
+        if key in context.selected_asset_keys:
+            written = compute(context, ledger)
+            yield dg.MaterializeResult(asset_key=key, metadata=written.metadata)
+        yield from table_check_results(context, ledger, ref)
+
+    return _asset
 
 
-def table_asset(qualified: str) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+def table_asset(qualified: str) -> Callable[[Callable[..., dg.MaterializeResult]], dg.AssetsDefinition]:
     """The asset decorator of a registry table whose compute function is the decorated one (its docstring is the
     description)."""
-    return dg.asset(**_definition(table(qualified)))
+    def decorate(compute: Callable[..., dg.MaterializeResult]) -> dg.AssetsDefinition:
+        return _table_asset(table(qualified), compute, inspect.cleandoc(compute.__doc__ or "") or None)
+    return decorate
 
 
 def _day_fn(ledger: LedgerResource, ref: TableRef) -> Callable[[duckdb.DuckDBPyConnection, DayWindow, Path],
@@ -95,11 +121,10 @@ def sql_table_asset(ref: TableRef) -> dg.AssetsDefinition:
     description = (f"{described.description}\n\nGrain: {ref.grain}. Rows: {ref.sql_file} over "
                    f"{ref.inputs.replace('+', ' and ')}; contract {ref.contract_file}.")
 
-    @dg.asset(**_definition(ref, description))
-    def _asset(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    def compute(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
         return for_each_day(context, ledger, _day_fn(ledger, ref), needs_config=True)
 
-    return _asset
+    return _table_asset(ref, compute, description)
 
 
 def sql_table_assets(stage: str) -> list[dg.AssetsDefinition]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import accounting, capacity, checks, cost, ingest, publish, quality, trend, whatif
+from assets import accounting, capacity, cost, ingest, publish, quality, trend, whatif
 from pipelines.jobs import daily_pipeline
 from pipelines.progress import step_progress
 from pipelines.resources import ledger_resource
@@ -25,7 +25,6 @@ from pipelines.sensors import late_data_sensor
 
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, whatif, publish, trend]),
-    asset_checks=dg.load_asset_checks_from_modules([checks, cost]),
     jobs=[daily_pipeline],
     schedules=[daily_schedule],
     sensors=[late_data_sensor],

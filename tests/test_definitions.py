@@ -85,8 +85,8 @@ def test_a_day_table_shows_its_contract_schema_and_file_in_the_catalog(home) -> 
 
 def test_each_day_table_is_declared_once_and_the_registry_makes_its_asset_checks_and_publication() -> None:
     """tokenledger/catalog.py's line of a table is the only place its stage, lineage and publication are said:
-    the graph's day tables are exactly the registry's, each with the registry's group, deps, contract check and
-    catalog metadata, and publish/exports reads exactly the published ones."""
+    the graph's day tables are exactly the registry's, each with the registry's group, deps (and those of its
+    checks), contract check and catalog metadata, and publish/exports reads exactly the published ones."""
     from pathlib import Path
 
     from tokenledger.catalog import TABLES
@@ -103,7 +103,9 @@ def test_each_day_table_is_declared_once_and_the_registry_makes_its_asset_checks
         key = dg.AssetKey(ref.key_path)
         node = graph.get(key)
         assert node.group_name == ref.stage, ref
-        assert node.parent_keys == {dg.AssetKey(r.split(".")) for r in ref.reads}, ref
+        # Its step reads what the registry says, and what its checks (run in that step) read besides it.
+        checks_read = {d.asset_key for spec in defs.resolve_assets_def(key).check_specs for d in spec.additional_deps}
+        assert node.parent_keys == {dg.AssetKey(r.split(".")) for r in ref.reads} | checks_read, ref
         assert (f"{ref.schema}/{ref.name}", "contract") in checks, ref
         assert (root / ref.sql_file).is_file() and (root / ref.contract_file).is_file(), ref
         meta = defs.resolve_assets_def(key).metadata_by_key[key]
