@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import gateway_dir, request, write_jsonl
+from tests.processes import Forked, spawn
 from tokenledger import lake
 from tokenledger.cli import dagster_home_of, main
 from tokenledger.duck import literal_path
@@ -74,12 +75,10 @@ def _run_day(home: Path, select: str) -> dg.ExecuteInProcessResult:
             partition_key=DAY.isoformat(), instance=instance, raise_on_error=False, asset_selection=keys)
 
 
-def _materialize(home: Path, select: str, **env: str) -> subprocess.Popen:
-    """The Dagster CLI materializing a selection of the day in another process."""
-    return subprocess.Popen(
-        [str(Path(sys.executable).with_name("dagster")), "asset", "materialize", "-m", "pipelines.definitions",
-         "--select", select, "--partition", DAY.isoformat()],
-        cwd=PROJECT_ROOT, env=_env(home, **env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _materialize(home: Path, select: str, **env: str) -> Forked:
+    """The Dagster CLI materializing a selection of the day in another process (forked: tests/processes.py)."""
+    return spawn("dagster", ["asset", "materialize", "-m", "pipelines.definitions", "--select", select,
+                             "--partition", DAY.isoformat()], _env(home, **env), PROJECT_ROOT)
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -207,10 +206,9 @@ def _orphans(layout: HomeLayout) -> list[str]:
     return found
 
 
-def _cli(home: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
-                             DAY.isoformat()], cwd=PROJECT_ROOT, env=_env(home), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def _cli(home: Path) -> Forked:
+    """`tokenledger run` of the day in another process (forked: tests/processes.py)."""
+    return spawn("tokenledger", ["run", "--home", str(home), "--start", DAY.isoformat()], _env(home), PROJECT_ROOT)
 
 
 def test_killed_runs_change_nothing_and_two_runs_at_once_complete_the_day(published, tmp_path: Path) -> None:

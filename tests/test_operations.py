@@ -19,6 +19,7 @@ import duckdb
 import pytest
 
 from tests.conftest import gateway_dir, request, write_jsonl
+from tests.processes import Forked, spawn
 from tokenledger import lake, publishing
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.errors import LedgerError
@@ -41,10 +42,10 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _cli(home: Path, start: date, end: date, *options: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
-                             str(start), "--end", str(end), *options], cwd=PROJECT_ROOT, env=_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _cli(home: Path, start: date, end: date, *options: str) -> Forked:
+    """`tokenledger run` in another process (forked: tests/processes.py)."""
+    return spawn("tokenledger", ["run", "--home", str(home), "--start", str(start), "--end", str(end), *options],
+                 _env(home), PROJECT_ROOT)
 
 
 def _content(home: Path) -> dict[str, str]:
