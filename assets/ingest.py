@@ -1,12 +1,22 @@
 """Ingest: the three sources, typed by their contracts, one UTC day at a time (spec/inputs.md)."""
 
 
+from pathlib import Path
+
 import dagster as dg
+import duckdb
 
 from assets.daily import for_each_day
 from assets.tables import table_asset
 from pipelines.resources import LedgerResource
-from tokenledger.ingest import IngestCounts, ingest_billing_day, ingest_deployments_day, ingest_gateway_day
+from tokenledger.ingest import (
+    DayWindow,
+    IngestCounts,
+    ingest_billing_day,
+    ingest_deployments_day,
+    ingest_gateway_day,
+    stage_billing,
+)
 
 
 def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:
@@ -50,6 +60,13 @@ def billing_charges(context: dg.AssetExecutionContext, ledger: LedgerResource) -
     Grain: day x FOCUS row. Source: every export in raw/billing/ (FOCUS 1.0-1.2, CSV or Parquet). A charge
     period spanning days is split by overlap; credits keep their negative sign. Definition: spec/metrics.md, 4.
     """
-    return for_each_day(
-        context, ledger, lambda con, window, scratch: _counts(ingest_billing_day(con, ledger.layout, window,
-                                                                                  scratch)))
+    staged: dict[str, list[Path]] = {}
+
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, int]:
+        # The exports are staged once for the run's days (in the step's scratch), each day taking its rows from
+        # them: a month's backfill reads a month of exports once, not once a day.
+        if "exports" not in staged:
+            staged["exports"] = stage_billing(con, ledger.layout, scratch.parent / "billing")
+        return _counts(ingest_billing_day(con, ledger.layout, window, scratch, staged["exports"]))
+
+    return for_each_day(context, ledger, day_fn)

@@ -524,17 +524,27 @@ def _stage_billing_file(con: duckdb.DuckDBPyConnection, file: LandingFile, file_
         raise read_error(file.path, "a FOCUS export", exc) from None
 
 
-def ingest_billing_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                       scratch: Path) -> IngestCounts:
-    """Read every billing export, keep the rows overlapping the day and prorate them into core.billing_charges."""
+def stage_billing(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage_dir: Path) -> list[Path]:
+    """Every billing export in raw/billing/, each row typed and judged by the focus_billing contract, staged as
+    stage_dir/NNNNNN.parquet (NNNNNN: the file's position by name). Nothing here depends on the day: a run of
+    several days stages the exports once and takes each day's rows from them (`ingest_billing_day`)."""
     files = landing_files(layout.billing_dir, BILLING_FORMATS, "FOCUS billing")
-    stage_dir = scratch / "billing"
     stage_dir.mkdir(parents=True, exist_ok=True)
     staged = []
     for index, path in enumerate(files):
         target = stage_dir / f"{index:06d}.parquet"
         _stage_billing_file(con, path, index, target)
         staged.append(target)
+    return staged
+
+
+def ingest_billing_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                       scratch: Path, staged: list[Path] | None = None) -> IngestCounts:
+    """Keep the rows of every billing export (`staged` by `stage_billing`, or staged here when None) that overlap
+    the day and prorate them into core.billing_charges."""
+    if staged is None:
+        staged = stage_billing(con, layout, scratch / "billing")
+    scratch.mkdir(parents=True, exist_ok=True)
     _create_staged_view(con, "staged_billing", staged, load_contract("focus_billing").table().column_names)
     day_rows = scratch / "billing_day.parquet"
     lake.write_query(con, statement("billing_day_rows"), day_rows, window.params())
