@@ -122,14 +122,16 @@ versions:
 """
 
 
-# What each slow module took in `make test` (seconds, 2026-12-02). pytest-xdist hands whole files to the two workers
-# (--dist loadfile) in collection order, each worker taking the next file when it finishes one: the longest go
-# first and the short ones fill in at the end, so neither worker is left running a long module alone.
+# What each slow module took in `make test` (seconds, summed test durations, 2026-12-02 at 02c4fa2). pytest-xdist
+# hands whole files to the two workers (--dist loadfile) in collection order, each worker taking the next file when it
+# finishes one: the longest go first and the short ones fill in at the end, so neither worker is left running a long
+# module alone.
 SLOW_MODULES = {
-    "test_operations.py": 116, "test_faults_operations.py": 59, "test_week.py": 40,
-    "test_generate.py": 28, "test_demo_fleet.py": 23, "test_checks.py": 22, "test_cost.py": 20,
-    "test_accounting.py": 20, "test_ingest_gateway.py": 20, "test_capacity_week.py": 18, "test_capacity.py": 18,
-    "test_schedule_sensor.py": 15, "test_report_verdict.py": 15, "test_loadtest.py": 13,
+    "test_operations.py": 84, "test_faults_operations.py": 39, "test_week.py": 36, "test_generate.py": 35,
+    "test_demo_fleet.py": 25, "test_capacity.py": 21, "test_accounting.py": 20, "test_ingest_gateway.py": 19,
+    "test_cost.py": 19, "test_capacity_week.py": 18, "test_checks.py": 17, "test_schedule_sensor.py": 15,
+    "test_loadtest.py": 15, "test_pipeline_generated.py": 10, "test_api_deployments.py": 9,
+    "test_cost_focus_sample.py": 9, "test_focus_export.py": 9, "test_report.py": 7,
 }
 
 
