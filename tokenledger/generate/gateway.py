@@ -11,6 +11,8 @@ or a month is generated. Files are written through DuckDB from one Arrow table:
 
 from __future__ import annotations
 
+import gzip
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -343,6 +345,16 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _gzip(plain: Path, target: Path) -> None:
+    """Compress `plain` into `target` (gzip level 1, no name or time in the header), then remove `plain`."""
+    try:
+        with plain.open("rb") as src, target.open("wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0) as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    finally:
+        plain.unlink(missing_ok=True)
+
+
 def write_files(
     con: duckdb.DuckDBPyConnection, table: pa.Table, folder: Path, names: list[str]
 ) -> list[Path]:
@@ -359,7 +371,14 @@ def write_files(
         if name.endswith(".parquet"):
             sql = f"COPY (SELECT {_PARQUET_COLUMNS} {src}) TO '{path}' (FORMAT PARQUET, COMPRESSION ZSTD)"
         elif name.endswith(".gz"):
-            sql = f"COPY (SELECT {CONTRACT_COLUMNS} {src}) TO '{path}' (FORMAT JSON, COMPRESSION GZIP)"
+            # Written plain, then gzipped here at level 1: DuckDB's gzip (its only level) took ~1 s of every
+            # 20 MB file, 5.7 s of a 200k-request day's 7.3 s; level 1 takes a fifth of that, and the same lines
+            # come out of it. mtime 0 and no name in the header: the same seed gives the same bytes.
+            plain = folder / f".{name}.plain"
+            con.execute(f"COPY (SELECT {CONTRACT_COLUMNS} {src}) TO '{plain}' (FORMAT JSON)")
+            _gzip(plain, path)
+            paths.append(path)
+            continue
         else:
             # Lines are built in SQL (to_json formats like COPY ... FORMAT JSON) so that the two kinds of bad
             # row JSON cannot express can be spliced in; CSV without quoting writes them verbatim.
