@@ -2,8 +2,7 @@
 
 core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (spec/published.md)
 once the blocking check `cost_reconciliation_balanced` (assets/checks.py, run in the reconciliation's step) has
-passed for the day, and so is the showback as a FinOps
-FOCUS dataset, focus.cost_and_usage_daily. The logic is in
+passed for the day, and so is the showback as a FinOps FOCUS dataset, focus.cost_and_usage_daily. The logic is in
 tokenledger/cost.py and the SQL file named after each table.
 """
 

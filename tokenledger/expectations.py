@@ -506,6 +506,10 @@ def _suite(severities: tuple[str, ...]) -> Any:
     return suite
 
 
+# The frame's column holding every rule's count, whatever its severity (the first question `judge` asks).
+_ANY = "any_severity"
+
+
 @cache
 def _any_rule_suite() -> Any:
     """The first question asked of a table's counts: does any rule, of either severity, have a failing row?"""
@@ -514,9 +518,6 @@ def _any_rule_suite() -> Any:
     suite.add_expectation(gxe.ExpectColumnValuesToBeBetween(
         column=_ANY, min_value=0, max_value=0, description="no row breaks a rule of the contract"))
     return suite
-
-
-_ANY = "any_severity"
 
 
 def judge(counts: list[Finding]) -> list[Finding]:
