@@ -59,9 +59,10 @@ def kth_smallest_of_suffixes(values: np.ndarray, starts: np.ndarray, ranks: np.n
     low, high, rank = starts.astype(np.int64), np.full(len(starts), n, dtype=np.int64), ranks.astype(np.int64)
     zeros = np.zeros(n + 1, dtype=np.int64)  # zeros[i]: how many of current[:i] have a 0 at this bit
     last = min(LAST_BITS, int(values.max()).bit_length())
+    following = np.empty_like(current)
     for bit in range(int(values.max()).bit_length() - 1, last - 1, -1):
-        bits = ((current >> bit) & 1).astype(np.uint8)
-        np.cumsum(bits ^ 1, out=zeros[1:])
+        zero = (current & np.uint32(1 << bit)) == 0
+        np.cumsum(zero, out=zeros[1:])
         z_low, z_high = zeros[low], zeros[high]
         in_zeros = z_high - z_low
         left = rank < in_zeros  # the answer has a 0 here: it is among this range's zeros
@@ -69,7 +70,10 @@ def kth_smallest_of_suffixes(values: np.ndarray, starts: np.ndarray, ranks: np.n
         low = np.where(left, z_low, zeros[n] + low - z_low)
         high = np.where(left, z_high, zeros[n] + high - z_high)
         answer |= np.where(left, 0, 1 << bit)
-        current = current[np.argsort(bits, kind="stable")]  # zeros first, each side in order (a radix pass)
+        # zeros first, each side in order (a radix pass): two compresses, ~3x faster than a stable argsort
+        np.compress(zero, current, out=following[:zeros[n]])
+        np.compress(~zero, current, out=following[zeros[n]:])
+        current, following = following, current
     # The rest: the rank-th smallest of current[low:high], at most 2^last values (padded with the largest uint32).
     width = 1 << last
     at = low[:, None] + np.arange(width, dtype=np.int64)[None, :]
