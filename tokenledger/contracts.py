@@ -292,8 +292,11 @@ def parsed_list(col: Column, text: str, kind: str | None = None) -> str:
     one parse of the value, shared by the typing and its checks (`typed_select(..., parsed=True)` reads it from
     `<name>__list`)."""
     blank = f"({text} IS NULL OR ltrim({text}) = '')"
-    scalar = f"coalesce({_kind(kind)} NOT IN {_not_scalar(col)!r}, true)"
-    array = f"NOT {blank} AND {scalar} AND json_valid({text}) AND json_type({text}) = 'ARRAY'"
+    array = f"NOT {blank} AND json_valid({text}) AND json_type({text}) = 'ARRAY'"
+    if kind is not None:
+        # A value's kind is what its reader saw (a JSON array, a Parquet list): an array kind is a JSON array
+        # already, so it is not parsed twice more to be told so. Without a kind (a CSV cell), the text decides.
+        array = f"({_kind(kind)} = 'array' OR ({_kind(kind)} IS NULL AND {array}))"
     physical = col.physical_type.upper()
     return f"(CASE WHEN {array} THEN try_cast(from_json({text}, '[\"{physical[:-2]}\"]') AS {physical}) END)"
 
