@@ -3,13 +3,14 @@ hand-worked traces, and the daily table through Dagster."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from tests.conftest import request, write_jsonl
-from tokenledger.ingest import stage_gateway_files
+from tokenledger.ingest import DayWindow, stage_gateway_files
 from tokenledger.landing import LandingFile
 
 
@@ -99,6 +100,7 @@ def test_block_hashes_are_read_exactly_or_quarantined_with_the_rule(tmp_path: Pa
 
 FIVE = [("r1", "s1", ["A", "B", "C"], 10), ("r2", "s1", ["A", "B", "D"], 12), ("r3", "s2", ["E"], 3),
         ("r4", "s1", ["A", "B", "C", "F"], 15), ("r5", "s1", ["A", "B", "C"], 9)]
+DAY = DayWindow(date(2026, 11, 16))  # the day of _day_tables' requests
 HASH = {name: value for value, name in enumerate("ABCDEF", start=101)}
 SCENARIOS = [
     ("infinite", "infinite", None, None, "shared", None),
@@ -139,7 +141,7 @@ def _replayed(tmp_path: Path, requests: list[tuple], chunk_accesses: int = 1 << 
 
     con = duckdb.connect()
     _day_tables(con, requests, **kw)
-    replay_day(con, tmp_path, chunk_accesses)
+    replay_day(con, tmp_path, DAY, chunk_accesses)
     results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
     notes = dict(con.execute("SELECT scenario, note FROM whatif_scenario_units WHERE note IS NOT NULL").fetchall())
     return {s[0]: results.get(s[0], notes.get(s[0])) for s in kw.get("scenarios", SCENARIOS)}
@@ -196,7 +198,7 @@ def test_the_infinite_cache_taken_in_parts_of_its_hashes_is_the_same(tmp_path: P
     real = whatif.infinite_parts
     monkeypatch.setattr(whatif, "infinite_parts",
                         lambda c, accesses=None: counted.append(accesses) or real(c, accesses))
-    whatif.replay_day(con, tmp_path)
+    whatif.replay_day(con, tmp_path, DAY)
     assert counted == [14]
     assert whatif.infinite_parts(con) == 14  # the same, counted from the hash lists
     results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
@@ -217,7 +219,7 @@ def test_requests_out_of_arrival_order_stop_the_replay(tmp_path: Path) -> None:
 
     con = duckdb.connect()
     _day_tables(con, FIVE, scenarios=[SCENARIOS[1]])
-    replay_day(con, tmp_path)
+    replay_day(con, tmp_path, DAY)
     con.execute("CREATE OR REPLACE TEMP TABLE reversed AS SELECT * FROM whatif_requests ORDER BY seq DESC")
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM reversed")
     with pytest.raises(RuntimeError, match=r"not in arrival order for unit 1 \(cache 0\)"):
@@ -229,7 +231,7 @@ def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: 
 
     con = duckdb.connect()
     _day_tables(con, FIVE + [("r6", "s1", None, 100)], kv_bytes=None)
-    assert replay_day(con, tmp_path) == 5  # r6 carries no hashes
+    assert replay_day(con, tmp_path, DAY) == 5  # r6 carries no hashes
     note = con.execute("SELECT note FROM whatif_scenario_units WHERE scenario = 'lru-2gb'").fetchone()[0]
     assert note == ("model m has no kv_bytes_per_token in config/whatif.yaml, so a cache of 0.002 GB has no size in "
                     "blocks")
