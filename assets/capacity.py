@@ -56,7 +56,8 @@ def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     judged against config/slo.yaml, core.deployments_daily. Definition: spec/metrics.md, 5; contract
     data_contracts/core_capacity_windows.odcs.yaml.
     """
-    return for_each_day(context, ledger, lambda con, window, _: build_capacity_windows(con, ledger.layout, window),
+    return for_each_day(context, ledger,
+                        lambda con, window, scratch: build_capacity_windows(con, ledger.layout, window, scratch),
                         needs_config=True)
 
 

@@ -1,43 +1,17 @@
--- capacity_in_window(day_start, day_end, from_window, to_window): the day's judged requests (requests_judged,
--- day_slo_policy) placed in every stable_window_min window that contains them, among windows from_window to
--- to_window: one row per request and window (sql/capacity_windows.sql says what a window is). Each request is
--- placed by arithmetic on its offset from midnight (window k is [k * step, k * step + window)), not by a range
--- join, so the requests are read once and expanded stable_window_min / step_min times (6 by default). Only the
--- requests that can fall in the windows asked are expanded: tokenledger/capacity.py takes the windows' latency
+-- capacity_in_window(from_window, to_window): the day's judged requests (capacity_requests, a view over the file
+-- sql/capacity_requests.sql wrote) placed in every stable_window_min window that contains them, among windows
+-- from_window to to_window: one row per request and window (sql/capacity_windows.sql says what a window is). Each
+-- request is placed by arithmetic on its offset from midnight (window k is [k * step, k * step + window)), not by
+-- a range join, so the requests are read once and expanded stable_window_min / step_min times (6 by default). Only
+-- the requests that can fall in the windows asked are expanded: tokenledger/capacity.py takes the windows' latency
 -- percentiles a batch of windows at a time (sql/capacity_window_stats.sql).
-CREATE OR REPLACE TEMP MACRO capacity_in_window(day_start, day_end, from_window, to_window) AS TABLE
-WITH policy AS (
-    SELECT
-        model,
-        stable_window_min::BIGINT * 60000000 AS window_us,
-        step_min::BIGINT * 60000000 AS step_us,
-        (epoch_us(day_end::TIMESTAMPTZ) - epoch_us(day_start::TIMESTAMPTZ) - window_us) // step_us AS last_window
-    FROM day_slo_policy
-),
-requests AS (
-    SELECT
-        j.deployment_id,
-        j.isl_bucket,
-        j.is_effective,
-        j.is_success,
-        j.is_failure,
-        j.is_compliant,
-        j.queue_ms,
-        j.itl_max_ms,
-        j.tpot_ms,
-        j.output_tokens,
-        epoch_us(j.received_at) - epoch_us(day_start::TIMESTAMPTZ) AS offset_us,
-        p.window_us,
-        p.step_us,
-        least(p.last_window, to_window) AS last_window
-    FROM requests_judged AS j
-    JOIN policy AS p ON p.model = j.model
-    WHERE offset_us >= from_window * p.step_us
-      AND offset_us < least(p.last_window, to_window) * p.step_us + p.window_us  -- least first: no overflow
+CREATE OR REPLACE TEMP MACRO capacity_in_window(from_window, to_window) AS TABLE
+WITH requests AS (
+    SELECT * REPLACE (least(last_window, to_window) AS last_window)
+    FROM capacity_requests
+    WHERE offset_us >= from_window * step_us
+      AND offset_us < least(last_window, to_window) * step_us + window_us  -- least first: no overflow
 )
--- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at least
--- from_window) to floor(t / step) (at most the last window, and to_window). Offsets are non-negative, so // is a
--- floor there.
 SELECT
     * EXCLUDE (offset_us, window_us, step_us, last_window),
     unnest(range(greatest(CASE WHEN offset_us < window_us THEN 0 ELSE (offset_us - window_us) // step_us + 1 END,

@@ -2,7 +2,7 @@
 -- deployments together), the successful requests in it (sql/capacity_in_window.sql). tokenledger/capacity.py cuts
 -- the day's windows into batches by these counts (sql/capacity_window_stats.sql).
 SELECT window_index, count(*) AS successful_requests
-FROM capacity_in_window($day_start, $day_end, 0, 2147483647)
+FROM capacity_in_window(0, 2147483647)
 WHERE is_success
 GROUP BY window_index
 ORDER BY window_index

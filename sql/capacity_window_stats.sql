@@ -15,5 +15,5 @@ SELECT
     quantile_cont(tpot_ms, 0.99) FILTER (WHERE is_success) AS tpot_p99_ms,
     coalesce(sum(output_tokens) FILTER (WHERE is_success), 0)::BIGINT AS output_tokens,
     coalesce(sum(output_tokens) FILTER (WHERE is_compliant), 0)::BIGINT AS compliant_output_tokens
-FROM capacity_in_window($day_start, $day_end, $first_window, $last_window)
+FROM capacity_in_window($first_window, $last_window)
 GROUP BY deployment_id, window_index

@@ -80,7 +80,7 @@ window_gpus AS (
     GROUP BY w.deployment_id, w.window_index, w.window_start, w.window_end
 ),
 in_window AS (
-    SELECT * FROM capacity_in_window($day_start, $day_end, 0, 2147483647)
+    SELECT * FROM capacity_in_window(0, 2147483647)
 ),
 window_stats AS (
     SELECT * FROM capacity_window_stats
