@@ -95,7 +95,7 @@ def slo_percentiles(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
     (not a temp table, which DuckDB keeps uncompressed in memory until it spills) is read a column at a time."""
     scratch.mkdir(parents=True, exist_ok=True)
     latencies = scratch / "slo_latencies.parquet"
-    lake.write_query(con, statement("slo_latencies"), latencies)
+    lake.write_query(con, statement("slo_latencies"), latencies, scratch=True)
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW slo_latencies AS SELECT * FROM read_parquet({sql_path(latencies)})")
         con.execute("CREATE OR REPLACE TEMP TABLE slo_percentiles (model VARCHAR, isl_bucket VARCHAR, measure VARCHAR, "

@@ -198,7 +198,7 @@ def build_capacity_windows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, w
     scratch.mkdir(parents=True, exist_ok=True)
     requests = scratch / "capacity_requests.parquet"
     text = statement("capacity_requests")
-    lake.write_query(con, text, requests, used_params(text, window.params()))
+    lake.write_query(con, text, requests, used_params(text, window.params()), scratch=True)
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW capacity_requests AS SELECT * FROM read_parquet({sql_path(requests)})"
                     )

@@ -39,12 +39,23 @@ def temporary_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex}.tmp")
 
 
+# A scratch file (a run's staged rows, read back once or twice in the same run and then removed) is written with
+# LZ4 and Parquet's version 2 encodings instead of ZSTD: staging the 1M-request day's JSON Lines took 7.75 s
+# instead of 8.48 s (mean of six runs each) and reading the staged rows back 0.29 s instead of 0.37 s, for files
+# ~30% larger. The lake's and the exports' files keep ZSTD, which other tools read everywhere.
+SCRATCH_PARQUET = "FORMAT PARQUET, COMPRESSION LZ4_RAW, PARQUET_VERSION V2"
+
+
 def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> tuple[Path, int]:
-    """Write the result of `query` beside `target` under a temporary name; returns (that name, rows)."""
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False
+                ) -> tuple[Path, int]:
+    """Write the result of `query` beside `target` under a temporary name; returns (that name, rows). `scratch`:
+    a Parquet file only this run reads (SCRATCH_PARQUET)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(target)
     options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
+    if scratch and fmt == "parquet":
+        options = SCRATCH_PARQUET
     try:
         rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})", used_params(query, params)).fetchone()[0]
     except BaseException:
@@ -54,9 +65,10 @@ def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
 
 
 def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet") -> int:
-    """Write the result of `query` to `target` atomically; returns the number of rows written."""
-    tmp, rows = stage_query(con, query, target, params, fmt)
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False) -> int:
+    """Write the result of `query` to `target` atomically; returns the number of rows written (`scratch`: see
+    stage_query)."""
+    tmp, rows = stage_query(con, query, target, params, fmt, scratch)
     try:
         os.replace(tmp, target)
     finally:
