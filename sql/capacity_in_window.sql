@@ -12,6 +12,9 @@ WITH requests AS (
     WHERE offset_us >= from_window * step_us
       AND offset_us < least(last_window, to_window) * step_us + window_us  -- least first: no overflow
 )
+-- Window k holds offset t when k * step <= t < k * step + window: k from floor((t - window) / step) + 1 (at least
+-- from_window) to floor(t / step) (at most the last window, and to_window). Offsets are non-negative, so // is a
+-- floor there.
 SELECT
     * EXCLUDE (offset_us, window_us, step_us, last_window),
     unnest(range(greatest(CASE WHEN offset_us < window_us THEN 0 ELSE (offset_us - window_us) // step_us + 1 END,

@@ -200,8 +200,8 @@ def build_capacity_windows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, w
     text = statement("capacity_requests")
     lake.write_query(con, text, requests, used_params(text, window.params()), scratch=True)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW capacity_requests AS SELECT * FROM read_parquet({sql_path(requests)})"
-                    )
+        con.execute("CREATE OR REPLACE TEMP VIEW capacity_requests AS SELECT * FROM "
+                    f"read_parquet({sql_path(requests)})")
         run_sql(con, "capacity_in_window")
         batches = capacity_window_stats(con, window)
         rows = write_table(con, layout, window, "core", "capacity_windows")
