@@ -93,20 +93,13 @@ def slo_percentiles(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
     columns in one statement held about ten times a measure's values at once: the 100M-request day's slo_daily
     failed at the 4 GB limit. One at a time holds 8 bytes per successful request (0.8 GB at 100M), and the file
     (not a temp table, which DuckDB keeps uncompressed in memory until it spills) is read a column at a time."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    latencies = scratch / "slo_latencies.parquet"
-    lake.write_query(con, statement("slo_latencies"), latencies, scratch=True)
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW slo_latencies AS SELECT * FROM read_parquet({sql_path(latencies)})")
+    with lake.scratch_view(con, "slo_latencies", statement("slo_latencies"), scratch / "slo_latencies.parquet"):
         con.execute("CREATE OR REPLACE TEMP TABLE slo_percentiles (model VARCHAR, isl_bucket VARCHAR, measure VARCHAR, "
                     "q DOUBLE[])")
         insert = "INSERT INTO slo_percentiles " + statement("slo_percentiles")
         for measure in SLO_MEASURES:
             for whole_model in (False, True):
                 con.execute(insert, {"measure": measure, "all": whole_model})
-    finally:
-        con.execute("DROP VIEW IF EXISTS slo_latencies")
-        latencies.unlink(missing_ok=True)
 
 
 def write_table(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,

@@ -195,19 +195,11 @@ def build_capacity_windows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, w
     (sql/capacity_requests.sql); the windows' sizes, each batch of their percentiles and the table's counts read
     that file (the view capacity_requests) instead of judging the day again each."""
     version = judge_requests(con, layout, window)
-    scratch.mkdir(parents=True, exist_ok=True)
-    requests = scratch / "capacity_requests.parquet"
-    text = statement("capacity_requests")
-    lake.write_query(con, text, requests, used_params(text, window.params()), scratch=True)
-    try:
-        con.execute("CREATE OR REPLACE TEMP VIEW capacity_requests AS SELECT * FROM "
-                    f"read_parquet({sql_path(requests)})")
+    with lake.scratch_view(con, "capacity_requests", statement("capacity_requests"),
+                           scratch / "capacity_requests.parquet", window.params()):
         run_sql(con, "capacity_in_window")
         batches = capacity_window_stats(con, window)
         rows = write_table(con, layout, window, "core", "capacity_windows")
-    finally:
-        con.execute("DROP VIEW IF EXISTS capacity_requests")
-        requests.unlink(missing_ok=True)
     path = lake.day_file(layout.lake, "core", "capacity_windows", window.day)
     qualified = con.execute(f"SELECT count(*) FILTER (WHERE qualifies) FROM read_parquet({sql_path(path)})"
                             ).fetchone()[0]

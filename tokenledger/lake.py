@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from tokenledger.duck import quote_path, used_params
+from tokenledger.duck import quote_path, sql_path, used_params
 
 DATA_FILE = "data.parquet"
 
@@ -74,3 +75,18 @@ def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
     finally:
         tmp.unlink(missing_ok=True)
     return rows
+
+
+@contextmanager
+def scratch_view(con: duckdb.DuckDBPyConnection, name: str, query: str, path: Path,
+                 params: Mapping[str, Any] | None = None) -> Iterator[int]:
+    """Write `query` once to the scratch file `path` (SCRATCH_PARQUET) and read it as the temp view `name` inside
+    the block, which gets the rows written; the view and the file are gone after it, whatever happened."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = write_query(con, query, path, params, scratch=True)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet({sql_path(path)})")
+        yield rows
+    finally:
+        con.execute(f"DROP VIEW IF EXISTS {name}")
+        path.unlink(missing_ok=True)
