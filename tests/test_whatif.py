@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 from tests.conftest import request, write_jsonl
@@ -153,9 +154,26 @@ def test_five_requests_through_every_cache_by_hand(tmp_path: Path) -> None:
         "lru-2-affine": 24, "lru-2-random": 16, "lru-1tb": 29}
 
 
-def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
+def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenledger import whatif
+
     # A chunk of 3 accesses holds one request at most: every cache state crosses a chunk boundary.
-    assert _replayed(tmp_path, FIVE, chunk_accesses=3) == _replayed(tmp_path / "one", FIVE)
+    one = _replayed(tmp_path / "one", FIVE)
+    assert _replayed(tmp_path, FIVE, chunk_accesses=3) == one
+    # Read in one chunk, answered in pieces of one request each.
+    monkeypatch.setattr(whatif, "ANSWER_ACCESSES", 3)
+    assert _replayed(tmp_path / "pieces", FIVE) == one
+
+
+def test_a_caches_accesses_are_answered_in_pieces_of_whole_requests() -> None:
+    from tokenledger.whatif import pieces
+
+    # Requests 1 to 4 of 3, 2, 4 and 1 accesses, pieces of about 4: a piece starts at the request holding access
+    # 0, 4 and 8 (requests 1, 2 and 3), so the last piece is requests 3 and 4, 5 accesses.
+    seq = np.array([1, 1, 1, 2, 2, 3, 3, 3, 3, 4])
+    assert pieces(seq, 4) == [((0, 3), (0, 1)), ((3, 5), (1, 2)), ((5, 10), (2, 4))]
+    assert pieces(seq, 100) == [((0, 10), (0, 4))]
+    assert pieces(seq, 1) == [((0, 3), (0, 1)), ((3, 5), (1, 2)), ((5, 9), (2, 3)), ((9, 10), (3, 4))]
 
 
 def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(
@@ -255,8 +273,6 @@ def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tok
 
 
 def test_the_wavelet_matrix_finds_the_kth_smallest_of_every_suffix() -> None:
-    import numpy as np
-
     from tokenledger.lru import kth_smallest_of_suffixes
 
     rng = np.random.default_rng(8)
@@ -269,8 +285,6 @@ def test_the_wavelet_matrix_finds_the_kth_smallest_of_every_suffix() -> None:
 
 
 def test_the_carried_recency_order_is_the_most_recent_distinct_blocks() -> None:
-    import numpy as np
-
     from tokenledger.lru import most_recent
 
     def by_hand(touches: list[int], capacity: int) -> list[int]:
@@ -289,8 +303,6 @@ def test_the_carried_recency_order_is_the_most_recent_distinct_blocks() -> None:
 
 
 def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
-    import numpy as np
-
     from tokenledger.lru import LruCache, cached_tokens, replay_chunk
 
     rng = np.random.default_rng(16)

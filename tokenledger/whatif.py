@@ -28,7 +28,7 @@ from tokenledger.duck import memory_limit_bytes, register_arrow, run_sql, sql_pa
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
 from tokenledger.landing import landing_files
-from tokenledger.lru import CHUNK_ACCESSES, Chunk, LruCache, advance, answer, cached_tokens
+from tokenledger.lru import ANSWER_ACCESSES, CHUNK_ACCESSES, Chunk, LruCache, advance, answer, cached_tokens
 from tokenledger.paths import HomeLayout
 from tokenledger.readers import check_some_records, jsonl_lines, read_error
 
@@ -124,15 +124,17 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
     scan without ORDER BY): a day's hour files one after the other, each by unit and arrival, so every unit's
     requests arrive in order, hour after hour. They are read in chunks of whole requests of at least
     `chunk_accesses` block accesses. A unit's caches (one shared, or one per replica) are replayed side by side,
-    each chunk split by cache in arrival order; a cache's recency order (at most its largest size) is carried
-    from one chunk to the next, and from one hour to the next. Carrying it is cheap (`lru.advance`) and done in
-    order here; the rest of a chunk (`lru.answer`, most of the work, in numpy, which releases the GIL) runs on as
-    many threads as DuckDB may use, at most that many chunks waiting at once, so memory stays bounded. A request
-    out of order stops the replay (never a wrong figure)."""
+    each chunk split by cache in arrival order, and each cache's part of it in pieces of whole requests of about
+    ANSWER_ACCESSES (`pieces`); a cache's recency order (at most its largest size) is carried from one piece to
+    the next, and from one hour to the next. Carrying it is cheap (`lru.advance`) and done in order here; the
+    rest of a piece (`lru.answer`, most of the work, in numpy, which releases the GIL) runs on as many threads as
+    DuckDB may use, at most that many pieces waiting at once, so memory stays bounded. A request out of order
+    stops the replay (never a wrong figure)."""
     totals: dict[tuple[int, int], int] = {}
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
     workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+    piece_accesses = min(chunk_accesses, ANSWER_ACCESSES)
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
     caches: dict[tuple[int, int], LruCache] = {}  # by (unit_id, cache_part)
@@ -152,11 +154,13 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                                "the LRU replay needs each unit's requests written in seq order")
         last_seq[(unit_id, cache_part)] = int(seq[-1])
         cache = caches.setdefault((unit_id, cache_part), LruCache(max(sizes[unit_id])))
-        waiting.append(pool.submit(_answer, advance(cache, seq, part["hash"][accesses]), unit_id,
-                                   sorted(sizes[unit_id]), part["input_tokens"][requests],
-                                   part["kv_block_tokens"][requests]))
-        while len(waiting) > workers:
-            collect(waiting.popleft())
+        hashes = part["hash"][accesses]
+        input_tokens, block_tokens = part["input_tokens"][requests], part["kv_block_tokens"][requests]
+        for (a0, a1), (r0, r1) in pieces(seq, piece_accesses):
+            waiting.append(pool.submit(_answer, advance(cache, seq[a0:a1], hashes[a0:a1]), unit_id,
+                                       sorted(sizes[unit_id]), input_tokens[r0:r1], block_tokens[r0:r1]))
+            while len(waiting) > workers:
+                collect(waiting.popleft())
 
     def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
         part = _accesses(batches)
@@ -192,6 +196,17 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
         while waiting:
             collect(waiting.popleft())
     return totals
+
+
+def pieces(seq: np.ndarray, limit: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """A cache's accesses (`seq`, its request's number per access, non-decreasing) cut into pieces of whole
+    requests of about `limit` accesses (more only when one request holds more): each piece's range of accesses
+    and its range of requests."""
+    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
+    first = np.unique(np.searchsorted(starts, np.arange(0, len(seq), limit), side="right") - 1).tolist()
+    ends = [*first[1:], len(starts)]
+    bounds = [*starts.tolist(), len(seq)]
+    return [((bounds[r0], bounds[r1]), (r0, r1)) for r0, r1 in zip(first, ends, strict=True)]
 
 
 def _answer(chunk: Chunk, unit_id: int, asked: list[int], input_tokens: np.ndarray, block_tokens: np.ndarray
