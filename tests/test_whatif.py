@@ -212,13 +212,13 @@ def test_the_infinite_cache_taken_in_parts_of_its_hashes_is_the_same(tmp_path: P
     monkeypatch.setattr(whatif, "INFINITE_ACCESSES_PER_LIMIT_BYTE", 1e-12)
     con = duckdb.connect()
     _day_tables(con, FIVE)
-    counted: list[int | None] = []  # the day's accesses as staging counted them, not read again from the files
+    counted: list[int] = []  # the unit's accesses as staging counted them, not read again from the files
     real = whatif.infinite_parts
-    monkeypatch.setattr(whatif, "infinite_parts",
-                        lambda c, accesses=None: counted.append(accesses) or real(c, accesses))
+    monkeypatch.setattr(whatif, "infinite_parts", lambda c, accesses: counted.append(accesses) or real(c, accesses))
     whatif.replay_day(con, tmp_path, DAY)
     assert counted == [14]
-    assert whatif.infinite_parts(con) == 14  # the same, counted from the hash lists
+    (unit_id,) = con.execute("SELECT unit_id FROM whatif_units WHERE unit = 'd1'").fetchone()
+    assert whatif.unit_accesses(con) == {unit_id: 14}  # the same, counted from the hash lists
     results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
     assert {k: results[k] for k in ("infinite", "infinite-affine", "infinite-random")} == {
         "infinite": 29, "infinite-affine": 29, "infinite-random": 20}

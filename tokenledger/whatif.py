@@ -37,9 +37,10 @@ TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
 _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in a trace is skipped, not an error
 
 
-# The infinite cache groups a day's block accesses by hash; the groups of a part of the hashes are aggregated (and
-# spilled) at a time, a part holding at most this many accesses per byte of DuckDB's memory limit (about a
-# billion at 4 GB: the 10M-request day's 555 million are one part, the 100M-request day's 5.5 billion six).
+# The infinite cache groups a unit's block accesses by hash, one unit at a time; the groups of a part of the hashes
+# are aggregated (and spilled) at a time, a part holding at most this many accesses per byte of DuckDB's memory
+# limit (about a billion at 4 GB: each unit of the 10M-request day is one part, the 100M-request day's largest,
+# 4.4 billion accesses, five).
 INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
 
 # The day's requests are sorted with their hash lists in runs of hours of at most this many block accesses per
@@ -49,24 +50,31 @@ INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
 SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
 
 
-def infinite_parts(con: duckdb.DuckDBPyConnection, accesses: int | None = None) -> int:
-    """In how many parts of its hashes the infinite cache takes whatif_requests' block accesses (`accesses`, when
-    the caller knows them: counting reads every hash list, 5.5 billion block ids on the 100M-request day)."""
-    if accesses is None:
-        accesses = con.execute("SELECT coalesce(sum(len(hashes)), 0) FROM whatif_requests").fetchone()[0]
+def infinite_parts(con: duckdb.DuckDBPyConnection, accesses: int) -> int:
+    """In how many parts of its hashes the infinite cache takes a unit's `accesses` block accesses."""
     per_part = max(1, int(memory_limit_bytes(con) * INFINITE_ACCESSES_PER_LIMIT_BYTE))
     return max(1, -(-int(accesses) // per_part))
 
 
+def unit_accesses(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
+    """whatif_requests' block accesses per unit_id, counted from the hash lists (every block id of the day is
+    read: callers that staged the requests pass their own count to `replay`)."""
+    return {int(u): int(n) for u, n in con.execute(
+        "SELECT unit_id, sum(len(hashes)) FROM whatif_requests GROUP BY unit_id HAVING sum(len(hashes)) > 0"
+    ).fetchall()}
+
+
 def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES,
-           accesses: int | None = None) -> int:
-    """Replay `whatif_requests` (of `accesses` block accesses, counted when None) through every scenario of
-    `whatif_scenario_units` into `whatif_results` (the infinite cache's parts written to files in `scratch`);
-    returns the number of (unit, scenario) results."""
+           accesses: dict[int, int] | None = None) -> int:
+    """Replay `whatif_requests` (of `accesses` block accesses per unit_id, counted when None) through every
+    scenario of `whatif_scenario_units` into `whatif_results` (the infinite cache's parts written to files in
+    `scratch`); returns the number of (unit, scenario) results."""
     results: list[tuple[str, str, int]] = []
     infinite = con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
                            "AND cache = 'infinite' ORDER BY ALL").fetchall()
-    parts = infinite_parts(con, accesses) if infinite else 1
+    if infinite and accesses is None:
+        accesses = unit_accesses(con)
+    parts = {unit_id: infinite_parts(con, n) for unit_id, n in sorted((accesses or {}).items()) if n > 0}
     for scope, routing in infinite:
         cached = _replay_infinite(con, scope, routing, parts, scratch)
         scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
@@ -96,17 +104,20 @@ def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = 
     return len(results)
 
 
-def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, parts: int, scratch: Path
-                     ) -> dict[str, int]:
-    """Cached tokens per unit of the infinite cache for one scope and routing: the first misses of each part of
-    the hashes (sql/whatif_first_misses.sql) to a file in scratch, then the least per request over the parts
-    (sql/whatif_infinite.sql)."""
+def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, parts: dict[int, int],
+                     scratch: Path) -> dict[str, int]:
+    """Cached tokens per unit of the infinite cache for one scope and routing: the first misses of each unit
+    (`parts`: unit_id -> its parts of the hashes), a part at a time (sql/whatif_first_misses.sql), to a file in
+    scratch, then the least per request over the parts (sql/whatif_infinite.sql). A unit's blocks are never
+    another unit's, so each aggregation holds one unit's groups: grouping by the hash alone was faster than by
+    unit and hash, and the 10M-request day's largest unit holds 78% of its accesses."""
     scratch.mkdir(parents=True, exist_ok=True)
-    files = [scratch / f"whatif_first_misses-{part:03d}.parquet" for part in range(parts)]
+    tasks = [(unit_id, n, part) for unit_id, n in parts.items() for part in range(n)]
+    files = [scratch / f"whatif_first_misses-{unit_id}-{part:03d}.parquet" for unit_id, _, part in tasks]
     try:
-        for part, file in enumerate(files):
-            lake.write_query(con, statement("whatif_first_misses"), file,
-                             {"scope": scope, "routing": routing, "parts": parts, "part": part})
+        for (unit_id, n, part), file in zip(tasks, files, strict=True):
+            lake.write_query(con, statement("whatif_first_misses"), file, {
+                "scope": scope, "routing": routing, "unit_id": unit_id, "parts": n, "part": part}, scratch=True)
         con.execute("CREATE OR REPLACE TEMP VIEW whatif_first_misses AS SELECT * FROM read_parquet("
                     f"[{', '.join(sql_path(f) for f in files)}])")
         return dict(run_sql(con, "whatif_infinite").fetchall())
@@ -254,10 +265,10 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, window: DayWindow,
 
 
 def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path, window: DayWindow
-                        ) -> tuple[list[Path], int, int]:
+                        ) -> tuple[list[Path], int, dict[int, int]]:
     """The day's requests to replay, numbered and sorted by unit and arrival, as one file per run of consecutive
     hours in scratch (read in order, they are in the order the LRU replay needs within every unit); returns the
-    files, their rows and their block accesses.
+    files, their rows and their block accesses per unit_id.
 
     The day's rows (sql/whatif_day_rows.sql, a view over the day's file) are counted per unit and hour once, then
     each run of hours is read from the day's file by its bounds on received_at, numbered and sorted on its own
@@ -278,7 +289,8 @@ def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path, window: D
         rows += lake.write_query(con, statement("whatif_day_requests"), files[-1], {
             "first_hour": slab[0], "last_hour": slab[-1], "run_start": window.start + timedelta(hours=slab[0]),
             "run_end": window.start + timedelta(hours=slab[-1] + 1)})
-    return files, rows, sum(int(n) for n in accesses.values())
+    per_unit = con.execute("SELECT unit_id, sum(accesses) FROM whatif_seq_offsets GROUP BY unit_id").fetchall()
+    return files, rows, {int(u): int(n) for u, n in per_unit}
 
 
 def slab_accesses(con: duckdb.DuckDBPyConnection) -> int:
@@ -302,9 +314,9 @@ def hour_runs(hours: list[tuple[int, int]], limit: int) -> list[list[int]]:
 
 
 def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int,
-                  accesses: int | None = None) -> None:
-    """The view whatif_requests over `files` (in their order, `accesses` block accesses if known), then every
-    scenario's replay and figures."""
+                  accesses: dict[int, int] | None = None) -> None:
+    """The view whatif_requests over `files` (in their order; `accesses`, block accesses per unit_id, if known),
+    then every scenario's replay and figures."""
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet("
                 f"[{', '.join(sql_path(p) for p in files)}], hive_partitioning = false)")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
