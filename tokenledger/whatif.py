@@ -211,8 +211,9 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
 
 def pieces(seq: np.ndarray, limit: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """A cache's accesses (`seq`, its request's number per access, non-decreasing) cut into pieces of whole
-    requests of about `limit` accesses (more only when one request holds more): each piece's range of accesses
-    and its range of requests."""
+    requests of about `limit` accesses: a piece starts at the request that holds access 0, `limit`, 2 `limit`...,
+    so it holds fewer than `limit` plus its last request's accesses. Returns each piece's range of accesses and
+    its range of requests."""
     starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
     first = np.unique(np.searchsorted(starts, np.arange(0, len(seq), limit), side="right") - 1).tolist()
     ends = [*first[1:], len(starts)]
