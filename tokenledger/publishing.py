@@ -158,7 +158,7 @@ class Staging:
                   params: Mapping[str, Any] | None = None) -> int:
         """Stage the result of `query` as a Parquet (or CSV) file, flushed to disk; returns its rows."""
         target = self.path(relative)
-        options = "FORMAT PARQUET, COMPRESSION ZSTD" if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
+        options = lake.LAKE_PARQUET if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
         rows = con.execute(f"COPY ({query}) TO {quote_path(target)} ({options})",
                            used_params(query, params)).fetchone()[0]
         with target.open("rb") as written:
