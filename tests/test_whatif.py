@@ -204,25 +204,33 @@ def test_hours_are_sorted_in_runs_of_at_most_the_limit() -> None:
     assert hour_runs([], 10) == []
 
 
-def test_the_infinite_cache_taken_in_parts_of_its_hashes_is_the_same(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from tokenledger import whatif
+def test_the_infinite_cache_taken_run_by_run_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenledger import lake, whatif
 
-    # at most one access per part: FIVE's 14 block accesses in 14 parts of the hashes
-    monkeypatch.setattr(whatif, "INFINITE_ACCESSES_PER_LIMIT_BYTE", 1e-12)
+    # 2.5 hours apart, with runs of at most one access: five runs, each aggregated on its own and probing the
+    # hashes the runs before it sighted first (r2 sights only D, r4 only F, r5 nothing; r3 is E's first).
+    monkeypatch.setattr(whatif, "SLAB_ACCESSES_PER_LIMIT_BYTE", 1e-12)
+    written: dict[str, int] = {}
+    real = lake.write_query
+
+    def counted(con, query, target, *args, **kwargs):
+        rows = real(con, query, target, *args, **kwargs)
+        if target.name.startswith("whatif_first_sightings-"):
+            written[target.name] = written.get(target.name, 0) + rows
+        return rows
+
+    monkeypatch.setattr(lake, "write_query", counted)
     con = duckdb.connect()
-    _day_tables(con, FIVE)
-    counted: list[int] = []  # the unit's accesses as staging counted them, not read again from the files
-    real = whatif.infinite_parts
-    monkeypatch.setattr(whatif, "infinite_parts", lambda c, accesses: counted.append(accesses) or real(c, accesses))
+    _day_tables(con, FIVE, scenarios=[SCENARIOS[0]], minutes_apart=150)
     whatif.replay_day(con, tmp_path, DAY)
-    assert counted == [14]
-    (unit_id,) = con.execute("SELECT unit_id FROM whatif_units WHERE unit = 'd1'").fetchone()
-    assert whatif.unit_accesses(con) == {unit_id: 14}  # the same, counted from the hash lists
-    results = dict(con.execute("SELECT scenario, cached_tokens FROM whatif_results").fetchall())
-    assert {k: results[k] for k in ("infinite", "infinite-affine", "infinite-random")} == {
-        "infinite": 29, "infinite-affine": 29, "infinite-random": 20}
-    assert not list(tmp_path.glob("whatif_first_misses-*"))  # the parts' files are removed
+    # per run, the hashes sighted first: r1 A B C, r2 D, r3 E, r4 F, r5 none
+    assert written == {"whatif_first_sightings-000.parquet": 3, "whatif_first_sightings-001.parquet": 1,
+                       "whatif_first_sightings-002.parquet": 1, "whatif_first_sightings-003.parquet": 1,
+                       "whatif_first_sightings-004.parquet": 0}
+    # r1 misses at block 0, r2 at block 2 (D: 8 of 12 tokens), r3 at 0, r4 at 3 (12 of 15), r5 all 3 blocks but
+    # only its 9 tokens: 8 + 12 + 9
+    assert con.execute("SELECT cached_tokens FROM whatif_results").fetchall() == [(29,)]
+    assert not list(tmp_path.glob("whatif_first_sightings-*"))  # the runs' files are removed
 
 
 def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:

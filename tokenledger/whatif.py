@@ -3,7 +3,8 @@ size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Pr
 
 A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
 unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
-scenario, cached_tokens). The infinite cache is a set computation in DuckDB (sql/whatif_infinite.sql); an LRU
+scenario, cached_tokens). The infinite cache is a set computation in DuckDB, a run of hours at a time
+(sql/whatif_first_sightings.sql, sql/whatif_infinite.sql); an LRU
 cache is replayed by tokenledger/lru.py over the requests' block accesses, the requests streamed from DuckDB in
 arrival order a chunk at a time, one pass per scope and routing for every size at once. Nothing holds a day's
 requests in memory.
@@ -37,12 +38,6 @@ TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
 _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in a trace is skipped, not an error
 
 
-# The infinite cache groups a unit's block accesses by hash, one unit at a time; the groups of a part of the hashes
-# are aggregated (and spilled) at a time, a part holding at most this many accesses per byte of DuckDB's memory
-# limit (about a billion at 4 GB: each unit of the 10M-request day is one part, the 100M-request day's largest,
-# 4.4 billion accesses, five).
-INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
-
 # The day's requests are sorted with their hash lists in runs of hours of at most this many block accesses per
 # byte of DuckDB's memory limit (about 34 million at 4 GB: a 200k-request day is one run, the 10M-request day's
 # hours of ~23 million accesses one each, as all of the 100M-request day's hours of ~230 million). Each run is a
@@ -50,33 +45,16 @@ INFINITE_ACCESSES_PER_LIMIT_BYTE = 0.25
 SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
 
 
-def infinite_parts(con: duckdb.DuckDBPyConnection, accesses: int) -> int:
-    """In how many parts of its hashes the infinite cache takes a unit's `accesses` block accesses."""
-    per_part = max(1, int(memory_limit_bytes(con) * INFINITE_ACCESSES_PER_LIMIT_BYTE))
-    return max(1, -(-int(accesses) // per_part))
-
-
-def unit_accesses(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
-    """whatif_requests' block accesses per unit_id, counted from the hash lists (every block id of the day is
-    read: callers that staged the requests pass their own count to `replay`)."""
-    return {int(u): int(n) for u, n in con.execute(
-        "SELECT unit_id, sum(len(hashes)) FROM whatif_requests GROUP BY unit_id HAVING sum(len(hashes)) > 0"
-    ).fetchall()}
-
-
 def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES,
-           accesses: dict[int, int] | None = None) -> int:
-    """Replay `whatif_requests` (of `accesses` block accesses per unit_id, counted when None) through every
-    scenario of `whatif_scenario_units` into `whatif_results` (the infinite cache's parts written to files in
-    `scratch`); returns the number of (unit, scenario) results."""
+           runs: list[Path] | None = None) -> int:
+    """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results` (the
+    infinite cache's first sightings written to files in `scratch`); returns the number of (unit, scenario)
+    results. `runs`: the files whatif_requests reads, in order, each a run of consecutive hours (None: it is one
+    run), which the infinite cache takes one at a time."""
     results: list[tuple[str, str, int]] = []
-    infinite = con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
-                           "AND cache = 'infinite' ORDER BY ALL").fetchall()
-    if infinite and accesses is None:
-        accesses = unit_accesses(con)
-    parts = {unit_id: infinite_parts(con, n) for unit_id, n in sorted((accesses or {}).items()) if n > 0}
-    for scope, routing in infinite:
-        cached = _replay_infinite(con, scope, routing, parts, scratch)
+    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
+                                      "AND cache = 'infinite' ORDER BY ALL").fetchall():
+        cached = _replay_infinite(con, scope, routing, runs, scratch)
         scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
                                 "'infinite' AND scope = $scope AND routing IS NOT DISTINCT FROM $routing",
                                 {"scope": scope, "routing": routing}).fetchall()
@@ -104,27 +82,39 @@ def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = 
     return len(results)
 
 
-def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, parts: dict[int, int],
+def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, runs: list[Path] | None,
                      scratch: Path) -> dict[str, int]:
-    """Cached tokens per unit of the infinite cache for one scope and routing: the first misses of each unit
-    (`parts`: unit_id -> its parts of the hashes), a part at a time (sql/whatif_first_misses.sql), to a file in
-    scratch, then the least per request over the parts (sql/whatif_infinite.sql). A unit's blocks are never
-    another unit's, so each aggregation holds one unit's groups: grouping by the hash alone was faster than by
-    unit and hash, and the 10M-request day's largest unit holds 78% of its accesses."""
+    """Cached tokens per unit of the infinite cache for one scope and routing, a run at a time: the run's first
+    sightings not sighted in the runs before (sql/whatif_first_sightings.sql) to a file in scratch, then the run's
+    requests' cached tokens (sql/whatif_infinite.sql), added over the runs. Memory holds one run's distinct blocks
+    and requests, never the day's: aggregated whole, the 10M-request day's largest deployment (31M distinct
+    blocks) took 2.1 GB of RSS, taken in runs of an hour ~0.6 GB (the earlier runs' hashes are probed, never
+    held)."""
     scratch.mkdir(parents=True, exist_ok=True)
-    tasks = [(unit_id, n, part) for unit_id, n in parts.items() for part in range(n)]
-    files = [scratch / f"whatif_first_misses-{unit_id}-{part:03d}.parquet" for unit_id, _, part in tasks]
+    views = [f"SELECT * FROM read_parquet({sql_path(run)})" for run in runs] if runs else [
+        "SELECT * FROM whatif_requests"]
+    files = [scratch / f"whatif_first_sightings-{index:03d}.parquet" for index in range(len(views))]
+    cached: dict[int, int] = {}
     try:
-        for (unit_id, n, part), file in zip(tasks, files, strict=True):
-            lake.write_query(con, statement("whatif_first_misses"), file, {
-                "scope": scope, "routing": routing, "unit_id": unit_id, "parts": n, "part": part}, scratch=True)
-        con.execute("CREATE OR REPLACE TEMP VIEW whatif_first_misses AS SELECT * FROM read_parquet("
-                    f"[{', '.join(sql_path(f) for f in files)}])")
-        return dict(run_sql(con, "whatif_infinite").fetchall())
+        for index, (view, file) in enumerate(zip(views, files, strict=True)):
+            con.execute(f"CREATE OR REPLACE TEMP VIEW whatif_run AS {view}")
+            con.execute("CREATE OR REPLACE TEMP VIEW whatif_seen AS " + (
+                f"SELECT unit_id, cache_part, hash FROM read_parquet([{', '.join(sql_path(f) for f in files[:index])}])"
+                if index else "SELECT NULL::INTEGER AS unit_id, NULL::INTEGER AS cache_part, NULL::BIGINT AS hash "
+                              "WHERE false"))
+            lake.write_query(con, statement("whatif_first_sightings"), file, {"scope": scope, "routing": routing},
+                             scratch=True)
+            con.execute("CREATE OR REPLACE TEMP VIEW whatif_run_sightings AS SELECT * FROM "
+                        f"read_parquet({sql_path(file)})")
+            for unit_id, tokens in run_sql(con, "whatif_infinite").fetchall():
+                cached[unit_id] = cached.get(unit_id, 0) + int(tokens)
     finally:
-        con.execute("DROP VIEW IF EXISTS whatif_first_misses")
+        for name in ("whatif_run_sightings", "whatif_seen", "whatif_run"):
+            con.execute(f"DROP VIEW IF EXISTS {name}")
         for file in files:
             file.unlink(missing_ok=True)
+    names = dict(con.execute("SELECT unit_id, unit FROM whatif_units").fetchall())
+    return {names[unit_id]: tokens for unit_id, tokens in cached.items()}
 
 
 def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, sizes: dict[int, set[int]],
@@ -260,16 +250,16 @@ def replay_day(con: duckdb.DuckDBPyConnection, scratch: Path, window: DayWindow,
     scratch.mkdir(parents=True, exist_ok=True)
     run_sql(con, "md5_mod")  # the replica of a routing key (sql/replica_of.sql), used by sql/whatif_day_rows.sql
     run_sql(con, "replica_of")
-    files, replayed, accesses = _write_day_requests(con, scratch, window)
-    _replay_files(con, files, chunk_accesses, accesses)
+    files, replayed = _write_day_requests(con, scratch, window)
+    _replay_files(con, files, chunk_accesses)
     return replayed
 
 
 def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path, window: DayWindow
-                        ) -> tuple[list[Path], int, dict[int, int]]:
+                        ) -> tuple[list[Path], int]:
     """The day's requests to replay, numbered and sorted by unit and arrival, as one file per run of consecutive
     hours in scratch (read in order, they are in the order the LRU replay needs within every unit); returns the
-    files, their rows and their block accesses per unit_id.
+    files and their rows.
 
     The day's rows (sql/whatif_day_rows.sql, a view over the day's file) are counted per unit and hour once, then
     each run of hours is read from the day's file by its bounds on received_at, numbered and sorted on its own
@@ -290,8 +280,7 @@ def _write_day_requests(con: duckdb.DuckDBPyConnection, scratch: Path, window: D
         rows += lake.write_query(con, statement("whatif_day_requests"), files[-1], {
             "first_hour": slab[0], "last_hour": slab[-1], "run_start": window.start + timedelta(hours=slab[0]),
             "run_end": window.start + timedelta(hours=slab[-1] + 1)})
-    per_unit = con.execute("SELECT unit_id, sum(accesses) FROM whatif_seq_offsets GROUP BY unit_id").fetchall()
-    return files, rows, {int(u): int(n) for u, n in per_unit}
+    return files, rows
 
 
 def slab_accesses(con: duckdb.DuckDBPyConnection) -> int:
@@ -314,14 +303,13 @@ def hour_runs(hours: list[tuple[int, int]], limit: int) -> list[list[int]]:
     return runs
 
 
-def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int,
-                  accesses: dict[int, int] | None = None) -> None:
-    """The view whatif_requests over `files` (in their order; `accesses`, block accesses per unit_id, if known),
-    then every scenario's replay and figures."""
+def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_accesses: int) -> None:
+    """The view whatif_requests over `files` (in their order, each a run of consecutive hours), then every
+    scenario's replay and figures."""
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet("
                 f"[{', '.join(sql_path(p) for p in files)}], hive_partitioning = false)")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
-    replay(con, files[0].parent, chunk_accesses, accesses)
+    replay(con, files[0].parent, chunk_accesses, files)
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
 
 
