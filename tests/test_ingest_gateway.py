@@ -298,10 +298,10 @@ def test_parquet_files_of_one_shape_are_staged_together_keeping_each_row_s_file_
     # A group's statement that fails is staged file by file: the same rows.
     write_query = lake.write_query
 
-    def failing_for_groups(con, query, target, params=None, fmt="parquet", scratch=False):
+    def failing_for_groups(con, query, target, params=None, fmt="parquet", scratch=False, ordered=True):
         if target.name.startswith("parquet-"):
             raise duckdb.InvalidInputException("simulated")
-        return write_query(con, query, target, params, fmt, scratch)
+        return write_query(con, query, target, params, fmt, scratch, ordered)
 
     monkeypatch.setattr(lake, "write_query", failing_for_groups)
     names, alone = staged_rows(tmp_path / "alone")

@@ -205,7 +205,7 @@ def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, fi
                              _passthrough(file_index, CANONICAL),
                              gate="line_problem", kinds=True, keep_raw=keep_raw)
     try:
-        lake.write_query(con, query, target, {"file": str(file.path), **day}, scratch=True)
+        lake.write_query(con, query, target, {"file": str(file.path), **day}, scratch=True, ordered=False)
     except duckdb.Error as exc:
         raise read_error(file.path, "Parquet", exc) from None
 
@@ -232,7 +232,7 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
                                      _LISTED_PASSTHROUGH, gate="line_problem", kinds=True, keep_raw=keep_raw)
             try:
                 lake.write_query(con, query, target, {"indexes": indexes, "files": [str(p) for p in paths], **day},
-                                 scratch=True)
+                                 scratch=True, ordered=False)
                 staged.append(target)
                 continue
             except duckdb.Error:
@@ -261,7 +261,7 @@ def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
         with jsonl_lines(con, paths) as (cur, lines):
             query = validation_query(table, _jsonl_text_relation(table, lines), _LISTED_PASSTHROUGH,
                                      gate="line_problem", kinds=True, keep_raw=keep_raw)
-            lake.write_query(cur, query, target, params, scratch=True)
+            lake.write_query(cur, query, target, params, scratch=True, ordered=False)
     except (duckdb.Error, LedgerError):
         if len(files) == 1:
             index, file = next(iter(files.items()))
@@ -285,7 +285,7 @@ def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile
         query = validation_query(table, _jsonl_text_relation(table, lines), _passthrough(file_index, CANONICAL),
                                  gate="line_problem", kinds=True, keep_raw=keep_raw)
         try:
-            lake.write_query(cur, query, target, {"file": str(file.path), **day}, scratch=True)
+            lake.write_query(cur, query, target, {"file": str(file.path), **day}, scratch=True, ordered=False)
         except duckdb.Error as exc:
             raise read_error(file.path, "JSON Lines", exc) from None
     check_some_records(con, target, file.path, "gateway log")
@@ -352,7 +352,7 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
         with jsonl_lines(con, file.path) as (cur, lines):
             query = _adapted_query(adapter, _adapted_records(con, file, adapter, source_table, lines), file_index)
             try:
-                lake.write_query(cur, query, target, params, scratch=True)
+                lake.write_query(cur, query, target, params, scratch=True, ordered=False)
             except duckdb.Error as exc:
                 raise read_error(file.path, f"a {adapter.title}", exc) from None
         check_some_records(con, target, file.path, adapter.title)
@@ -365,11 +365,12 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
         with csv_rows(con, file.path, names) as rows:
             records = (f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN json_object({values}) "
                        f"END AS j FROM ({rows})")
-            lake.write_query(con, _adapted_query(adapter, records, file_index), target, params, scratch=True)
+            lake.write_query(con, _adapted_query(adapter, records, file_index), target, params, scratch=True,
+                             ordered=False)
         return
     query = _adapted_query(adapter, _adapted_records(con, file, adapter, source_table, None), file_index)
     try:
-        lake.write_query(con, query, target, params, scratch=True)
+        lake.write_query(con, query, target, params, scratch=True, ordered=False)
     except duckdb.Error as exc:
         raise read_error(file.path, f"a {adapter.title}", exc) from None
 

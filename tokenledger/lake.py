@@ -53,30 +53,42 @@ LAKE_PARQUET = f"FORMAT PARQUET, COMPRESSION ZSTD, {ROW_GROUP_BYTES}"
 # ~30% larger. The lake's and the exports' files keep ZSTD, which other tools read everywhere.
 SCRATCH_PARQUET = f"FORMAT PARQUET, COMPRESSION LZ4_RAW, PARQUET_VERSION V2, {ROW_GROUP_BYTES}"
 
+# A file whose rows carry their own order (a staged row its file_index and source_line) is written with DuckDB's
+# preserve_insertion_order off for that statement (`ordered=False`): kept in order, the writer holds every batch
+# finished ahead of an earlier one. Staging the 10M-request day's five Parquet files (2.5M rows) peaked at 1,882 MB
+# of RSS in order, 715 MB without (13.9 s -> 12.3 s). Readers never rely on a staged file's physical order.
+
 
 def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False
-                ) -> tuple[Path, int]:
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False,
+                ordered: bool = True) -> tuple[Path, int]:
     """Write the result of `query` beside `target` under a temporary name; returns (that name, rows). `scratch`:
-    a Parquet file only this run reads (SCRATCH_PARQUET)."""
+    a Parquet file only this run reads (SCRATCH_PARQUET). `ordered=False`: the rows may be written in any order
+    (UNORDERED_WRITE)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(target)
     options = LAKE_PARQUET if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
     if scratch and fmt == "parquet":
         options = SCRATCH_PARQUET
+    if not ordered:
+        con.execute("SET SESSION preserve_insertion_order = false")
     try:
         rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})", used_params(query, params)).fetchone()[0]
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        if not ordered:
+            con.execute("RESET SESSION preserve_insertion_order")
     return tmp, int(rows)
 
 
 def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False) -> int:
-    """Write the result of `query` to `target` atomically; returns the number of rows written (`scratch`: see
-    stage_query)."""
-    tmp, rows = stage_query(con, query, target, params, fmt, scratch)
+                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False,
+                ordered: bool = True) -> int:
+    """Write the result of `query` to `target` atomically; returns the number of rows written (`scratch`,
+    `ordered`: see stage_query)."""
+    tmp, rows = stage_query(con, query, target, params, fmt, scratch, ordered)
     try:
         os.replace(tmp, target)
     finally:
