@@ -195,6 +195,13 @@ def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
     return _MAY_BE_QUARANTINED, {"day_start": window.start, "day_end": window.end}
 
 
+def _write_staged(con: duckdb.DuckDBPyConnection, query: str, target: Path,
+                  params: dict[str, Any] | None = None) -> int:
+    """Write staged rows to the scratch file `target`, in any order: each row carries its file_index and
+    source_line, which every reader keys or orders by (lake.stage_query, `ordered`)."""
+    return lake.write_query(con, query, target, params, scratch=True, ordered=False)
+
+
 def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path,
                            window: DayWindow | None = None, shape: tuple | None = None) -> None:
     """A canonical gateway Parquet file, typed and judged by the gateway_request contract (`shape`: its
@@ -205,7 +212,7 @@ def _stage_gateway_parquet(con: duckdb.DuckDBPyConnection, file: LandingFile, fi
                              _passthrough(file_index, CANONICAL),
                              gate="line_problem", kinds=True, keep_raw=keep_raw)
     try:
-        lake.write_query(con, query, target, {"file": str(file.path), **day}, scratch=True, ordered=False)
+        _write_staged(con, query, target, {"file": str(file.path), **day})
     except duckdb.Error as exc:
         raise read_error(file.path, "Parquet", exc) from None
 
@@ -231,8 +238,7 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
             query = validation_query(table, _parquet_text_relation(con, files[indexes[0]], table, shape, paths),
                                      _LISTED_PASSTHROUGH, gate="line_problem", kinds=True, keep_raw=keep_raw)
             try:
-                lake.write_query(con, query, target, {"indexes": indexes, "files": [str(p) for p in paths], **day},
-                                 scratch=True, ordered=False)
+                _write_staged(con, query, target, {"indexes": indexes, "files": [str(p) for p in paths], **day})
                 staged.append(target)
                 continue
             except duckdb.Error:
@@ -261,7 +267,7 @@ def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
         with jsonl_lines(con, paths) as (cur, lines):
             query = validation_query(table, _jsonl_text_relation(table, lines), _LISTED_PASSTHROUGH,
                                      gate="line_problem", kinds=True, keep_raw=keep_raw)
-            lake.write_query(cur, query, target, params, scratch=True, ordered=False)
+            _write_staged(cur, query, target, params)
     except (duckdb.Error, LedgerError):
         if len(files) == 1:
             index, file = next(iter(files.items()))
@@ -285,7 +291,7 @@ def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile
         query = validation_query(table, _jsonl_text_relation(table, lines), _passthrough(file_index, CANONICAL),
                                  gate="line_problem", kinds=True, keep_raw=keep_raw)
         try:
-            lake.write_query(cur, query, target, {"file": str(file.path), **day}, scratch=True, ordered=False)
+            _write_staged(cur, query, target, {"file": str(file.path), **day})
         except duckdb.Error as exc:
             raise read_error(file.path, "JSON Lines", exc) from None
     check_some_records(con, target, file.path, "gateway log")
@@ -352,7 +358,7 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
         with jsonl_lines(con, file.path) as (cur, lines):
             query = _adapted_query(adapter, _adapted_records(con, file, adapter, source_table, lines), file_index)
             try:
-                lake.write_query(cur, query, target, params, scratch=True, ordered=False)
+                _write_staged(cur, query, target, params)
             except duckdb.Error as exc:
                 raise read_error(file.path, f"a {adapter.title}", exc) from None
         check_some_records(con, target, file.path, adapter.title)
@@ -365,12 +371,11 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
         with csv_rows(con, file.path, names) as rows:
             records = (f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN json_object({values}) "
                        f"END AS j FROM ({rows})")
-            lake.write_query(con, _adapted_query(adapter, records, file_index), target, params, scratch=True,
-                             ordered=False)
+            _write_staged(con, _adapted_query(adapter, records, file_index), target, params)
         return
     query = _adapted_query(adapter, _adapted_records(con, file, adapter, source_table, None), file_index)
     try:
-        lake.write_query(con, query, target, params, scratch=True, ordered=False)
+        _write_staged(con, query, target, params)
     except duckdb.Error as exc:
         raise read_error(file.path, f"a {adapter.title}", exc) from None
 

@@ -63,8 +63,8 @@ def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
                 params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False,
                 ordered: bool = True) -> tuple[Path, int]:
     """Write the result of `query` beside `target` under a temporary name; returns (that name, rows). `scratch`:
-    a Parquet file only this run reads (SCRATCH_PARQUET). `ordered=False`: the rows may be written in any order
-    (UNORDERED_WRITE)."""
+    a Parquet file only this run reads (SCRATCH_PARQUET). `ordered=False`: the rows may be written in any order,
+    for a file whose rows carry their own (DuckDB's preserve_insertion_order off for this statement alone)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(target)
     options = LAKE_PARQUET if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
