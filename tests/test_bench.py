@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from datetime import date
 
-from tokenledger.bench import bad_rows_for, phase_bare, phase_generate, phase_pandas, verdicts
+from tokenledger.bench import (
+    bad_rows_for,
+    calibration_loop,
+    phase_bare,
+    phase_generate,
+    phase_pandas,
+    print_table,
+    verdicts,
+)
 
 DAY = date(2026, 11, 17)
 
@@ -71,3 +79,13 @@ def test_a_100m_day_is_generated_in_parts_and_judged_against_the_10m_days_memory
     assert [v["measured"] for v in both if "<= 10x" in v["target"]] == ["25.0x"]
     failed = verdicts({"days": [day(100_000_000, 3600.0, 120.0, 3000.0, ok=False)], "fixed": None})
     assert [v["verdict"] for v in failed if "100M" in v["target"]] == ["NOT met"]
+
+
+def test_the_host_calibration_does_its_fixed_work_and_is_printed_beside_the_figures(capsys):
+    # The loop's sum of squares below n is n(n - 1)(2n - 1) / 6: its work is done, whatever the interpreter.
+    assert [calibration_loop(n) for n in (0, 1, 4, 1000)] == [0, 0, 14, 1000 * 999 * 1999 // 6]
+    print_table({"days": [], "peak_rss_mb": 512.0, "peak_rss_child": "bench itself", "verdicts": [],
+                 "machine": {"calibration_s_at_start": 2.91, "calibration_s_at_end": 3.4}})
+    out = capsys.readouterr().out
+    assert ("host speed: 20,000,000 Python multiply-adds took 2.91 s at the start, 3.4 s at the end "
+            "(the development machine idle: 2.2-2.35 s") in out

@@ -18,7 +18,9 @@ run both ways a user would backfill them: `tokenledger run --start --end`, and o
 --partition-range` on the copy (its `.dagster/dagster.yaml` the one tokenledger writes).
 
 Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
-are its own (not the running maximum of all children). The table is printed and written to `<home>/bench.json`.
+are its own (not the running maximum of all children). The host's speed is measured at the start and the end (a
+fixed Python loop, `calibrate`), since the same code on the same machine has run 40% slower from one hour to the
+next. The table is printed and written to `<home>/bench.json`.
 """
 
 from __future__ import annotations
@@ -396,6 +398,34 @@ def verdicts(result: dict) -> list[dict]:
     return out
 
 
+# The host's speed, measured at the bench's start and end: this many Python multiply-adds, the best of
+# CALIBRATION_TRIES (the least disturbed). The 2-core development machine, idle, took 2.2-2.35 s; busy or throttled
+# hosts have taken up to 4 s in the same hour. The bench's figures move with it (DuckDB's bare read and the pandas
+# peer too, so the ratio less than the seconds): read a verdict on seconds beside it.
+CALIBRATION_LOOP = 20_000_000
+CALIBRATION_TRIES = 3
+REFERENCE_CALIBRATION_S = "2.2-2.35"
+
+
+def calibration_loop(n: int) -> int:
+    """The calibration's work, the sum of i * i for i below n (returned, so that it is done), run as the
+    module-level loop of a script (its names are globals, as in the measurements the reference comes from: the
+    same loop in a function, its names local, takes less than half as long)."""
+    namespace: dict = {"n": n}
+    exec("x = 0\nfor i in range(n):\n    x += i * i\n", namespace)  # noqa: S102 - a constant text
+    return namespace["x"]
+
+
+def calibrate(n: int = CALIBRATION_LOOP, tries: int = CALIBRATION_TRIES) -> float:
+    """Seconds the calibration loop of `n` takes on this host, the best of `tries`."""
+    best = float("inf")
+    for _ in range(tries):
+        start = time.perf_counter()
+        calibration_loop(n)
+        best = min(best, time.perf_counter() - start)
+    return round(best, 2)
+
+
 def _mb(value: float | None) -> str:
     return "" if value is None else f"{value / 1024:.2f} GB" if value >= 1024 else f"{value:.0f} MB"
 
@@ -432,6 +462,10 @@ def print_table(result: dict) -> None:
         print(f"\nslowest steps of the {d['requests']:,}-request day ({d['steps']} steps, {d['steps_seconds']} s "
               f"together): {steps}")
     print(f"\npeak RSS of the whole run: {_mb(result['peak_rss_mb'])} (the largest child: {result['peak_rss_child']})")
+    machine = result["machine"]
+    print(f"host speed: {CALIBRATION_LOOP:,} Python multiply-adds took {machine['calibration_s_at_start']} s at the "
+          f"start, {machine['calibration_s_at_end']} s at the end (the development machine idle: "
+          f"{REFERENCE_CALIBRATION_S} s; slower means every time above is too)")
     for v in result["verdicts"]:
         print(f"  {v['verdict']:>12}  {v['target']}: {v['measured']}")
 
@@ -473,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC)
     result: dict = {"started": started.isoformat(timespec="seconds"), "machine": {
         "cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "python": platform.python_version(),
-        "platform": platform.platform(), "memory_available_mb_at_start": _mem_available_mb()}, "days": []}
+        "platform": platform.platform(), "memory_available_mb_at_start": _mem_available_mb(),
+        "calibration_s_at_start": calibrate()}, "days": []}
     estimate_per_row = None
     for requests in sizes:
         estimate = estimate_per_row * requests if estimate_per_row else None
@@ -509,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     # Cross-check: RUSAGE_CHILDREN's ru_maxrss is the largest single descendant, never a sum.
     result["rusage_children_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     result["machine"]["load_average_at_end"] = os.getloadavg()
+    result["machine"]["calibration_s_at_end"] = calibrate()
     result["seconds"] = round((datetime.now(UTC) - started).total_seconds(), 1)
     result["verdicts"] = verdicts(result)
     out = root / "bench.json"
