@@ -269,10 +269,6 @@ _JSON_NUMBER = r"\s*-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*"
 _EXACT_DOUBLE_LIMIT = 9007199254740992
 
 
-def _kind(kind: str | None) -> str:
-    return kind or "NULL::VARCHAR"
-
-
 def _from_double(text: str, physical: str) -> str:
     value = f"try_cast({text} AS DOUBLE)"
     return (f"CASE WHEN isfinite({value}) AND {value} = trunc({value}) AND abs({value}) <= {_EXACT_DOUBLE_LIMIT} "
@@ -296,7 +292,7 @@ def parsed_list(col: Column, text: str, kind: str | None = None) -> str:
     if kind is not None:
         # A value's kind is what its reader saw (a JSON array, a Parquet list): an array kind is a JSON array
         # already, so it is not parsed twice more to be told so. Without a kind (a CSV cell), the text decides.
-        array = f"({_kind(kind)} = 'array' OR ({_kind(kind)} IS NULL AND {array}))"
+        array = f"({kind} = 'array' OR ({kind} IS NULL AND {array}))"
     physical = col.physical_type.upper()
     return f"(CASE WHEN {array} THEN try_cast(from_json({text}, '[\"{physical[:-2]}\"]') AS {physical}) END)"
 
@@ -321,20 +317,25 @@ def typed_expr(col: Column, text: str, kind: str | None = None, parsed: str | No
     number with a fraction or exponent is accepted only when it is whole and at most 2^53. A value whose kind is
     object, array, boolean or binary is never a scalar of the contract; a number is text only for a column that
     `acceptNumbers`.
+
+    Without `kind` (a typed or text source) the tests of the value's kind are left out: each would be on NULL,
+    never taken (`raw_text`), so the text alone decides, as it did with them.
     """
     blank = f"({text} IS NULL OR ltrim({text}) = '')"  # ltrim: the same test, 5-10x cheaper than trim
     physical = col.physical_type.upper()
-    k = _kind(kind)
-    scalar = f"coalesce({k} NOT IN {_not_scalar(col)!r}, true)"
+    # Without a kind, coalesce(NULL NOT IN ..., true) was always true: the test is left out.
+    scalar = f"coalesce({kind} NOT IN {_not_scalar(col)!r}, true)" if kind is not None else "true"
+    not_scalar = f" OR NOT {scalar}" if kind is not None else ""
     if col.is_integer:
-        return (f"(CASE WHEN {blank} OR NOT {scalar} THEN NULL "
-                f"WHEN {k} = '{KIND_INTEGER}' THEN try_cast({text} AS {physical}) "
-                f"WHEN {k} = '{KIND_FLOAT}' THEN {_from_double(text, physical)} "
+        by_kind = (f"WHEN {kind} = '{KIND_INTEGER}' THEN try_cast({text} AS {physical}) "
+                   f"WHEN {kind} = '{KIND_FLOAT}' THEN {_from_double(text, physical)} ") if kind is not None else ""
+        return (f"(CASE WHEN {blank}{not_scalar} THEN NULL {by_kind}"
                 f"WHEN regexp_full_match({text}, '{_PLAIN_INTEGER}') THEN try_cast(trim({text}) AS {physical}) "
                 f"WHEN regexp_full_match({text}, '{_JSON_NUMBER}') THEN {_from_double(text, physical)} END)")
     if physical == "DOUBLE":
         value = f"try_cast({text} AS DOUBLE)"
-        numeric = (f"({k} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') OR regexp_full_match({text}, '{_JSON_NUMBER}'))")
+        numeric = (f"({kind} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') OR regexp_full_match({text}, '{_JSON_NUMBER}'))"
+                   if kind is not None else f"regexp_full_match({text}, '{_JSON_NUMBER}')")
         return f"(CASE WHEN NOT {blank} AND {scalar} AND {numeric} AND isfinite({value}) THEN {value} END)"
     if physical == "JSON":
         return (f"(CASE WHEN NOT {blank} AND json_valid({text}) AND json_type({text}) = 'OBJECT' "
@@ -345,13 +346,14 @@ def typed_expr(col: Column, text: str, kind: str | None = None, parsed: str | No
             return f"({_integer_list(text, value)})"
         return value
     if physical == "VARCHAR":
-        numbers_ok = "true" if col.accept_numbers else f"coalesce({k} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)"
+        numbers_ok = ("true" if col.accept_numbers or kind is None
+                      else f"coalesce({kind} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)")
         return f"(CASE WHEN NOT {blank} AND {scalar} AND {numbers_ok} THEN {text} END)"
     if physical == "TIMESTAMPTZ" and col.epoch:
         # A number since the epoch (as a JSON number or digits in a string); anything else as ISO 8601 text.
         scale = {"seconds": 1, "milliseconds": 1e3, "nanoseconds": 1e9}[col.epoch]
         number = f"try_cast({text} AS DOUBLE)"
-        return (f"(CASE WHEN {blank} OR NOT {scalar} THEN NULL WHEN isfinite({number}) "
+        return (f"(CASE WHEN {blank}{not_scalar} THEN NULL WHEN isfinite({number}) "
                 f"THEN make_timestamptz(({number} / {scale} * 1e6)::BIGINT) ELSE try_cast({text} AS TIMESTAMPTZ) END)")
     return f"(CASE WHEN NOT {blank} AND {scalar} THEN try_cast({text} AS {physical}) END)"
 
@@ -389,22 +391,25 @@ def _key_like(text: str) -> str:
 def raw_text(col: Column, text: str, kind: str | None = None) -> str:
     """The text of a value as the quarantine may keep it: never a JSON object or array (prompt text could ride in
     one) but an array of numbers in a list column, never a value that looks like a key, and at most 80 characters
-    of a value beyond its maximum length."""
-    k = _kind(kind)
+    of a value beyond its maximum length.
+
+    Without `kind` (text read from a typed or text source, never JSON) the branches on the value's kind are left
+    out: each would test NULL and never be taken, and DuckDB binds every branch of every statement it plans."""
     parts = []
-    if col.is_list and col.element_type in ("BIGINT", "INTEGER"):
-        # Digits, commas and signs cannot carry prompt text; 80 characters say enough of a long list.
-        parts.append(f"WHEN {k} = 'array' AND regexp_full_match({text}, '\\[[0-9eE.,+\\- \\t\\r\\n]*\\]') "
-                     f"THEN CASE WHEN length({text}) > 80 THEN left({text}, 80) || format('... [{{}} characters]', "
-                     f"length({text})) ELSE {text} END")
-    parts += [f"WHEN {k} IN ('object', 'array') THEN format('[a JSON {{}} was here, not kept]', {k})",
-              f"WHEN {k} = 'binary' THEN '[binary data, not kept]'"]
+    if kind is not None:
+        if col.is_list and col.element_type in ("BIGINT", "INTEGER"):
+            # Digits, commas and signs cannot carry prompt text; 80 characters say enough of a long list.
+            parts.append(f"WHEN {kind} = 'array' AND regexp_full_match({text}, '\\[[0-9eE.,+\\- \\t\\r\\n]*\\]') "
+                         f"THEN CASE WHEN length({text}) > 80 THEN left({text}, 80) || format('... [{{}} characters]', "
+                         f"length({text})) ELSE {text} END")
+        parts += [f"WHEN {kind} IN ('object', 'array') THEN format('[a JSON {{}} was here, not kept]', {kind})",
+                  f"WHEN {kind} = 'binary' THEN '[binary data, not kept]'"]
     if col.no_raw_keys:
         parts.append(f"WHEN {_key_like(text)} THEN '[looks like an API key, not kept]'")
     if col.max_length is not None:
         parts.append(f"WHEN length({text}) > {int(col.max_length)} "
                      f"THEN left({text}, 80) || format('... [{{}} characters, not kept]', length({text}))")
-    return f"(CASE {' '.join(parts)} ELSE {text} END)"
+    return f"(CASE {' '.join(parts)} ELSE {text} END)" if parts else f"({text})"
 
 
 def _column_reasons(col: Column, text: str, kind: str | None = None, label: str | None = None) -> str:
@@ -412,20 +417,22 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
 
     The value shown is the kept form (`raw_text`), so a reason never repeats what the quarantine may not keep.
     `label` names the field in the reason when it came from another format's field (an adapter's source field).
+    Without `kind`, the branches on the value's kind are left out, as in `raw_text`.
     """
     shown = f"left({raw_text(col, text, kind)}, 80)"
     n = col.name
     f = (label or n).replace("'", "''")
-    k = _kind(kind)
     blank = f"({text} IS NULL OR ltrim({text}) = '')"
-    branches = [f"WHEN {k} IN {_not_scalar(col)!r} "
-                f"THEN format('{f}: a value of type {{}} is not a valid {col.logical_type}', {k})"]
+    branches = []
+    if kind is not None:
+        branches.append(f"WHEN {kind} IN {_not_scalar(col)!r} "
+                        f"THEN format('{f}: a value of type {{}} is not a valid {col.logical_type}', {kind})")
     if col.required:
         branches.append(f"WHEN {blank} THEN {sql_literal(f'{label or n}: required but missing')}")
     else:
         branches.append(f"WHEN {blank} THEN NULL")
-    if col.physical_type.upper() == "VARCHAR" and not col.accept_numbers:
-        branches.append(f"WHEN {k} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') "
+    if col.physical_type.upper() == "VARCHAR" and not col.accept_numbers and kind is not None:
+        branches.append(f"WHEN {kind} IN ('{KIND_INTEGER}', '{KIND_FLOAT}') "
                         f"THEN format('{f}: the number {{}} is not text (write it as a JSON string)', {shown})")
     if col.no_raw_keys:
         branches.append(f"WHEN {_key_like(text)} THEN '{f}: looks like a raw API key, which is never stored; "
