@@ -522,10 +522,18 @@ def test_merge_keys_still_work_within_the_bound(tmp_path: Path) -> None:
     assert gpus == [16, 24]
 
 
-def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_edit(tmp_path: Path) -> None:
+def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A step's connection reads the config checked once per process; an edit between two steps is read and
-    checked again, and no connection reads the earlier version afterwards; a database on disk gets no table."""
+    checked again, and no connection reads the earlier version afterwards; going back to an earlier version
+    reads it as it was checked, without checking it again; a database on disk gets no table."""
+    from tokenledger import config
+
     layout, _ = _fatal_home(tmp_path)
+    checked: list[str] = []
+    real_load_rows = config._load_rows
+    monkeypatch.setattr(config, "_load_rows", lambda con, rows, table: (checked.append(table.name),
+                                                                         real_load_rows(con, rows, table)))
 
     def gpus(con: duckdb.DuckDBPyConnection) -> list[int]:
         return con.execute("SELECT list(gpus ORDER BY valid_from) FROM cfg_deployments "
@@ -550,7 +558,10 @@ def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_
         load_config(db.cursor(), layout)
     on_disk = duckdb.connect(str(tmp_path / "file.duckdb"))
     deployments.write_text(deployments.read_text().replace("gpus: -1", "gpus: 24"))
-    load_config(db.cursor(), layout)
+    checked.clear()
+    back = db.cursor()
+    load_config(back, layout)  # the first version again: read as it was checked
+    assert gpus(back) == [16, 24] and checked == []
     load_config(on_disk, layout)
     assert gpus(on_disk) == [16, 24]
     assert on_disk.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary").fetchone()[0] == 0

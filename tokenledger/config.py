@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -445,8 +446,11 @@ def _load_rows(con: duckdb.DuckDBPyConnection, rows: _Rows, table: Table) -> Non
 CONFIG_FILES = ("deployments.yaml", "slo.yaml", "costs.yaml")
 OPTIONAL_CONFIG_FILES = (WHATIF_FILE,)
 # Checked config tables by the digest of the files' bytes: every step of a run loads the same files, and checking
-# them against their contracts costs more than the step's own work on a small day.
-_checked: dict[str, dict[str, pa.Table]] = {}
+# them against their contracts costs more than the step's own work on a small day. The last CHECKED_KEPT versions
+# are kept (a few kB each), so a process that goes back to an earlier version, as the tests' homes do, does not
+# check it again: a digest names the same bytes, so its tables stay right.
+CHECKED_KEPT = 8
+_checked: OrderedDict[str, dict[str, pa.Table]] = OrderedDict()
 
 
 def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
@@ -475,9 +479,11 @@ def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
             _load_rows(con, rows, whatif.table(rows.table))
         names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary "
                                            "AND table_name LIKE 'cfg\\_%' ESCAPE '\\'").fetchall()]
-        _checked.clear()
         _checked[digest] = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+        while len(_checked) > CHECKED_KEPT:
+            _checked.popitem(last=False)
         return
+    _checked.move_to_end(digest)
     # A connection that loaded the config before holds them as temp tables, which would hide the shared ones.
     for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE "
                                "'cfg\\_%' ESCAPE '\\'").fetchall():
