@@ -532,8 +532,12 @@ def test_the_checked_config_is_shared_by_a_databases_connections_and_follows_an_
     layout, _ = _fatal_home(tmp_path)
     checked: list[str] = []
     real_load_rows = config._load_rows
-    monkeypatch.setattr(config, "_load_rows", lambda con, rows, table: (checked.append(table.name),
-                                                                         real_load_rows(con, rows, table)))
+
+    def load_rows(con: duckdb.DuckDBPyConnection, rows: Any, table: Any) -> None:  # counts the tables checked
+        checked.append(table.name)
+        real_load_rows(con, rows, table)
+
+    monkeypatch.setattr(config, "_load_rows", load_rows)
 
     def gpus(con: duckdb.DuckDBPyConnection) -> list[int]:
         return con.execute("SELECT list(gpus ORDER BY valid_from) FROM cfg_deployments "

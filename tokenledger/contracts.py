@@ -318,8 +318,8 @@ def typed_expr(col: Column, text: str, kind: str | None = None, parsed: str | No
     object, array, boolean or binary is never a scalar of the contract; a number is text only for a column that
     `acceptNumbers`.
 
-    Without `kind` (a typed or text source) the tests of the value's kind are left out: each would be on NULL,
-    never taken (`raw_text`), so the text alone decides, as it did with them.
+    Without `kind` (a typed or text source) the tests of the value's kind are left out, as in `raw_text`: each
+    tested NULL, so the text alone decided already.
     """
     blank = f"({text} IS NULL OR ltrim({text}) = '')"  # ltrim: the same test, 5-10x cheaper than trim
     physical = col.physical_type.upper()
