@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.events import DagsterEventType
+from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from tests.conftest import make_home
 from tokenledger.cli import _EARLIER_DAGSTER_YAML, DAGSTER_YAML, use_home
@@ -78,7 +79,14 @@ def test_a_ranged_run_is_stored_as_dagsters_own_sqlite_event_log_stores_it(tmp_p
 
     default = _run_and_read(default_home, monkeypatch)
     assert "DAGSTER_EVENT_BATCH_SIZE" not in os.environ
+    # Whether the index has a table is asked of SQLite once per table (Dagster asks before storing each check
+    # evaluation, planned or done, and each materialization's tags).
+    asked: list[str] = []
+    dagsters_has_table = SqliteEventLogStorage.has_table
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table",
+                        lambda storage, name: asked.append(name) or dagsters_has_table(storage, name))
     ledger = _run_and_read(ledger_home, monkeypatch)
+    assert "asset_check_executions" in asked and len(asked) == len(set(asked)), asked
     assert os.environ["DAGSTER_EVENT_BATCH_SIZE"] == "1000"
 
     assert (default["storage"], ledger["storage"]) == ("SqliteEventLogStorage", "LedgerEventLogStorage")
