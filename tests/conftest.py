@@ -122,16 +122,19 @@ versions:
 """
 
 
-# What each slow module took in `make test` (seconds, summed test durations, 2026-12-02 at 02c4fa2). pytest-xdist
-# hands whole files to the two workers (--dist loadfile) in collection order, each worker taking the next file when it
-# finishes one: the longest go first and the short ones fill in at the end, so neither worker is left running a long
-# module alone.
+# What each slow module took in `make test` (seconds from its first test's start to its last's end on one of the two
+# workers, 2026-12-03 on an idle host, with test_operations.py's four days and the sensor tests' ingest-only runs).
+# pytest-xdist hands whole files to the two workers (--dist loadfile) in collection order, each worker taking the
+# next file when it finishes one: the longest go first and the short ones fill in at the end, so neither worker is
+# left running a long module alone.
 SLOW_MODULES = {
-    "test_operations.py": 84, "test_faults_operations.py": 39, "test_week.py": 36, "test_generate.py": 35,
-    "test_demo_fleet.py": 25, "test_capacity.py": 21, "test_accounting.py": 20, "test_ingest_gateway.py": 19,
-    "test_cost.py": 19, "test_capacity_week.py": 18, "test_checks.py": 17, "test_schedule_sensor.py": 15,
-    "test_loadtest.py": 15, "test_pipeline_generated.py": 10, "test_api_deployments.py": 9,
-    "test_cost_focus_sample.py": 9, "test_focus_export.py": 9, "test_report.py": 7,
+    "test_operations.py": 64, "test_faults_operations.py": 41, "test_week.py": 32, "test_generate.py": 27,
+    "test_capacity.py": 26, "test_accounting.py": 24, "test_capacity_week.py": 23, "test_ingest_gateway.py": 23,
+    "test_cost.py": 22, "test_checks.py": 21, "test_demo_fleet.py": 18, "test_cost_focus_sample.py": 13,
+    "test_pipeline_generated.py": 12, "test_api_deployments.py": 12, "test_loadtest.py": 11,
+    "test_focus_export.py": 11, "test_schedule_sensor.py": 10, "test_report.py": 9, "test_ingest_billing.py": 8,
+    "test_cost_backfill.py": 7, "test_whatif.py": 7, "test_capacity_loadtest.py": 7, "test_faults.py": 7,
+    "test_exports_datasets.py": 6, "test_loadtest_vllm.py": 6, "test_adapters.py": 5, "test_errors.py": 5,
 }
 
 
@@ -209,8 +212,9 @@ def lenient() -> dict[str, Any]:
 
 
 def materialize(start: str, end: str | None = None, selection: list[str] | None = None,
-                run_config: dict[str, Any] | None = None, upto: list[str] | None = None):
-    """Run the daily job (or a selection of it) for one partition, or a range as one run, in process.
+                run_config: dict[str, Any] | None = None, upto: list[str] | None = None, instance: Any = None):
+    """Run the daily job (or a selection of it) for one partition, or a range as one run, in process (in
+    `instance`, else an ephemeral Dagster instance of its own).
 
     `upto` selects the named tables and every table upstream of them, checks included (with the tables the checks
     read): a test of a formula runs the steps its table needs through Dagster, not the whole job (publication,
@@ -235,9 +239,10 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
                                for dep in graph.get_check_spec(check).additional_deps}
         keys = sorted(chosen, key=lambda k: k.to_user_string())
     if tags:
-        return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys, run_config=run_config)
+        return job.execute_in_process(tags=tags, raise_on_error=False, asset_selection=keys, run_config=run_config,
+                                      instance=instance)
     return job.execute_in_process(partition_key=start, raise_on_error=False, asset_selection=keys,
-                                  run_config=run_config)
+                                  run_config=run_config, instance=instance)
 
 
 def failure_text(result) -> str:
