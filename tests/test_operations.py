@@ -30,8 +30,8 @@ from tokenledger.paths import PROJECT_ROOT, HomeLayout
 START = date(2026, 11, 13)
 DAYS = 4
 END = START + timedelta(days=DAYS - 1)
-# A guard against a hung run, not a speed test: a week of small days on 2 shared cores, while the rest of the suite
-# runs beside them, has taken several minutes.
+# A guard against a hung run, not a speed test: a week of small days on 2 shared cores, with the rest of the suite
+# running beside them, once took several minutes.
 TIMEOUT_S = 1800
 
 
@@ -61,7 +61,7 @@ def _content(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A week of generated landing zone, shared (copied) by every home of this module."""
+    """The four days of generated landing zone, shared (copied) by every home of this module."""
     source = tmp_path_factory.mktemp("landing") / "home"
     generate_landing_zone(source, START, DAYS, 1_500, seed=3, bad_rows_per_day=0)
     return source
@@ -76,8 +76,8 @@ def _home_from(landing: Path, tmp_path: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def day_by_day(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference: `tokenledger run` over the week, one Dagster run per day (its default is ranged runs), in
-    this process (the other ways of running the week below start processes of their own)."""
+    """The reference: `tokenledger run` over the days, one Dagster run per day (its default is ranged runs), in
+    this process (the other ways of running the days below start processes of their own)."""
     from tokenledger.cli import main
 
     home = _home_from(landing, tmp_path_factory.mktemp("day_by_day"), "home")
