@@ -22,7 +22,10 @@ run both ways a user would backfill them: `tokenledger run --start --end`, and o
 Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
 are its own (not the running maximum of all children). The host's speed is measured at the start and the end (a
 fixed Python loop, `calibrate`), since the same code on the same machine has run 40% slower from one hour to the
-next. The table is printed and written to `<home>/bench.json`.
+next. The figures are written to `<home>/bench.json`, and printed as the Markdown that also replaces the results
+section of docs/performance.md (between `<!-- bench:results -->` and `<!-- /bench:results -->`; `--no-docs` leaves
+it), so the document and the JSON cannot disagree. `python -m tokenledger.bench --markdown [bench.json]` prints that
+Markdown again from an earlier bench's JSON (`--docs docs/performance.md` also rewrites the section) and runs nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -450,52 +454,126 @@ def _mb(value: float | None) -> str:
     return "" if value is None else f"{value / 1024:.2f} GB" if value >= 1024 else f"{value:.0f} MB"
 
 
-def print_table(result: dict) -> None:
-    print("\n| day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS "
-          "| DuckDB bare typed read | ratio | pandas peer | pandas RSS | us per request |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for d in result["days"]:
+def _s(value: float | None, unit: str = " s") -> str:
+    return "" if value is None else f"{value:,}{unit}"
+
+
+def _day_rows(result: dict) -> list[str]:
+    rows = []
+    for d in result.get("days", []):
         pandas = d["pandas"]
         ok = "" if d["run_ok"] else " (FAILED)"
-        print(f"| {d['requests']:,} requests | {d['generate']['process']['wall_s']} s | {d['run']['wall_s']} s "
-              f"(CPU {d['run']['cpu_s']} s){ok} | "
-              f"{d['dagster_run_s']} s | {_mb(d['run']['peak_rss_mb'])} | {d['bare_read']['seconds']} s | "
-              f"{d['ratio_e2e_to_bare']}x | {pandas.get('seconds', 'skipped')}"
-              f"{' s' if 'seconds' in pandas else ''} | {_mb(pandas.get('process', {}).get('peak_rss_mb'))} | "
-              f"{d['e2e_us_per_request']} |")
+        rows.append(f"| {d['requests']:,} requests | {_s(d['generate']['process']['wall_s'])} | "
+                    f"{_s(d['run']['wall_s'])} (CPU {_s(d['run']['cpu_s'])}){ok} | {_s(d['dagster_run_s'])} | "
+                    f"{_mb(d['run']['peak_rss_mb'])} | {_s(d['bare_read']['seconds'])} | {d['ratio_e2e_to_bare']}x | "
+                    f"{_s(pandas['seconds']) if 'seconds' in pandas else 'skipped'} | "
+                    f"{_mb(pandas.get('process', {}).get('peak_rss_mb'))} | {d['e2e_us_per_request']} |")
     fixed = result.get("fixed")
     if fixed:
-        print(f"| {fixed['days']} days of ~{fixed['requests_per_day_asked']:,} (`run --start --end`) | "
-              f"{fixed['generate']['process']['wall_s']} s | {fixed['run']['wall_s']} s ({fixed['wall_s_per_day']} s "
-              f"a day) | {fixed['seconds_per_day_in_run']} s a day"
-              + (f" ({fixed['marginal_s_per_day']} s each day past the first)"
-                 if fixed.get("marginal_s_per_day") is not None else "")
-              + f" | {_mb(fixed['run']['peak_rss_mb'])} | | | | | |")
+        marginal = fixed.get("marginal_s_per_day")
+        rows.append(f"| {fixed['days']} days of ~{fixed['requests_per_day_asked']:,} (`run --start --end`) | "
+                    f"{_s(fixed['generate']['process']['wall_s'])} | {_s(fixed['run']['wall_s'])} "
+                    f"({_s(fixed['wall_s_per_day'])} a day) | {_s(fixed['seconds_per_day_in_run'])} a day"
+                    + (f" ({_s(marginal)} each day past the first)" if marginal is not None else "")
+                    + f" | {_mb(fixed['run']['peak_rss_mb'])} | | | | | |")
     backfill = result.get("backfill")
     if backfill:
         label = f"{backfill['days']} days of ~{backfill['requests_per_day_asked']:,}"
         for name, key in (("`run --start --end`", "tokenledger_run"),
                           ("`dagster asset materialize`", "dagster_materialize")):
             process = backfill[key]
-            print(f"| {label} ({name}) | {backfill['generate']['process']['wall_s']} s | {process['wall_s']} s "
-                  f"(CPU {process['cpu_s']} s){'' if process['exit_code'] == 0 else ' (FAILED)'} | | "
-                  f"{_mb(process['peak_rss_mb'])} | | | | | |")
-    for d in result["days"]:
-        steps = ", ".join(f"{s['step']} {s['seconds']} s" for s in d["slowest_steps"])
-        print(f"\nslowest steps of the {d['requests']:,}-request day ({d['steps']} steps, {d['steps_seconds']} s "
-              f"together): {steps}")
-    print(f"\npeak RSS of the whole run: {_mb(result['peak_rss_mb'])} (the largest child: {result['peak_rss_child']})")
-    machine = result["machine"]
-    print(f"host speed: {CALIBRATION_LOOP:,} Python multiply-adds took {machine['calibration_s_at_start']} s at the "
-          f"start, {machine['calibration_s_at_end']} s at the end (the development machine idle: "
-          f"{REFERENCE_CALIBRATION_S} s; slower means every time above is too)")
-    for v in result["verdicts"]:
-        print(f"  {v['verdict']:>12}  {v['target']}: {v['measured']}")
+            rows.append(f"| {label} ({name}) | {_s(backfill['generate']['process']['wall_s'])} | "
+                        f"{_s(process['wall_s'])} (CPU {_s(process['cpu_s'])})"
+                        f"{'' if process['exit_code'] == 0 else ' (FAILED)'} | | {_mb(process['peak_rss_mb'])} "
+                        "| | | | | |")
+    return rows
+
+
+def results_markdown(result: dict) -> str:
+    """The bench's results as Markdown: what was run and on what host, the table, the slowest steps, the
+    verdicts. The console output and docs/performance.md's results section are this text, so they cannot
+    disagree with each other or with bench.json."""
+    lines = []
+    machine = result.get("machine", {})
+    if result.get("started"):
+        args = result.get("args")
+        started = datetime.fromisoformat(result["started"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        lines.append(f"The bench started {started}"
+                     + (f" at {result['commit']}" if result.get("commit") else "")
+                     + (f" (`python -m tokenledger.bench {args}`)" if args is not None else "")
+                     + (f", {result['seconds']:,} s in all" if result.get("seconds") is not None else "")
+                     + (f"; {machine['cpus']} CPUs, Python {machine['python']}" if machine.get("cpus") else "")
+                     + ".")
+        lines.append("")
+    lines += ["| day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS "
+              "| DuckDB bare typed read | ratio | pandas peer | pandas RSS | us per request |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *_day_rows(result)]
+    for d in result.get("days", []):
+        steps = ", ".join(f"`{s['step']}` {_s(s['seconds'])}" for s in d["slowest_steps"])
+        lines += ["", f"Slowest steps of the {d['requests']:,}-request day ({d['steps']} steps, "
+                      f"{_s(d['steps_seconds'])} together): {steps}."]
+    lines += ["", f"Peak RSS of the whole bench: {_mb(result['peak_rss_mb'])} (the largest child: "
+                  f"{result['peak_rss_child']}).",
+              "", f"host speed: {CALIBRATION_LOOP:,} Python multiply-adds took "
+                  f"{machine.get('calibration_s_at_start')} s at the start, {machine.get('calibration_s_at_end')} s "
+                  "at the end (the development machine idle: "
+                  f"{REFERENCE_CALIBRATION_S} s; slower means every time above is too)."]
+    if result.get("verdicts"):
+        lines += ["", "| target | measured | verdict |", "|---|---|---|"]
+        lines += [f"| {v['target']} | {v['measured']} | {v['verdict']} |" for v in result["verdicts"]]
+    return "\n".join(lines) + "\n"
+
+
+def print_table(result: dict) -> None:
+    print("\n" + results_markdown(result), end="")
+
+
+RESULTS_BEGIN, RESULTS_END = "<!-- bench:results -->", "<!-- /bench:results -->"
+PERFORMANCE_DOC = PROJECT / "docs" / "performance.md"
+
+
+def replace_results(text: str, results: str) -> str:
+    """`text` with what lies between the results markers replaced by `results`; the rest unchanged."""
+    begin, end = text.find(RESULTS_BEGIN), text.find(RESULTS_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"no {RESULTS_BEGIN} ... {RESULTS_END} section to replace")
+    return text[:begin + len(RESULTS_BEGIN)] + "\n" + results + text[end:]
+
+
+def write_results(doc: Path, result: dict) -> bool:
+    """Rewrite the results section of `doc` from `result`; False (and the file untouched) when it has none."""
+    try:
+        text = doc.read_text()
+        doc.write_text(replace_results(text, results_markdown(result)))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _commit() -> str | None:
+    """The checkout's commit, with `+changes` when its work tree differs from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenledger.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--home", type=Path, required=True, help="the bench's folder (each size a home inside it)")
+    parser.add_argument("--home", type=Path, help="the bench's folder (each size a home inside it); required but "
+                                                  "with --markdown")
+    parser.add_argument("--markdown", type=Path, nargs="?", const=PROJECT / ".bench" / "bench.json", metavar="JSON",
+                        help="print the results of an earlier bench as Markdown, from its bench.json (default: "
+                             ".bench/bench.json), and run nothing")
+    parser.add_argument("--docs", type=Path, metavar="PATH",
+                        help="the document whose results section (between <!-- bench:results --> and "
+                             "<!-- /bench:results -->) is rewritten from the results: by default docs/performance.md "
+                             "after a bench, none with --markdown")
+    parser.add_argument("--no-docs", action="store_true", help="leave every document as it is")
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="requests of each measured day, comma-separated (default: 1000000,10000000)")
     parser.add_argument("--day", type=date.fromisoformat, default=DEFAULT_DAY)
@@ -516,6 +594,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--days", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        try:
+            result = json.loads(args.markdown.read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--markdown: cannot read {args.markdown}: {exc}")
+        print(results_markdown(result), end="")
+        if args.docs and not args.no_docs and not write_results(args.docs, result):
+            parser.error(f"--docs: {args.docs} has no {RESULTS_BEGIN} ... {RESULTS_END} section to rewrite")
+        return 0
+    if args.home is None:
+        parser.error("--home is required (the bench's folder), unless --markdown is given")
     root = args.home.resolve()
     if args.phase:
         figures = {"generate": lambda: phase_generate(root, args.day, args.days, args.requests, args.part_requests,
@@ -528,7 +617,8 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     started = datetime.now(UTC)
-    result: dict = {"started": started.isoformat(timespec="seconds"), "machine": {
+    result: dict = {"started": started.isoformat(timespec="seconds"), "commit": _commit(),
+                    "args": shlex.join(sys.argv[1:] if argv is None else argv), "machine": {
         "cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "python": platform.python_version(),
         "platform": platform.platform(), "memory_available_mb_at_start": _mem_available_mb(),
         "calibration_s_at_start": calibrate()}, "days": []}
@@ -574,6 +664,10 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print_table(result)
     print(f"\nwritten to {out}")
+    doc = args.docs or PERFORMANCE_DOC
+    if not args.no_docs:
+        print(f"results section of {doc} rewritten" if write_results(doc, result)
+              else f"{doc} has no {RESULTS_BEGIN} section: left as it is")
     return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) \
         and result.get("backfill", {}).get("ok", True) else 1
 
