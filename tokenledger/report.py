@@ -101,7 +101,7 @@ def fmt(value: Any, kind: str = "number", currency: str | None = None) -> str:
     if kind == "gpus":
         return f"{value:,.2f}"
     if kind == "int":
-        return f"{value:,d}"
+        return f"{int(value):,d}"  # a count may arrive as a float or a DECIMAL (a SUM in DuckDB)
     if kind == "ms":
         return f"{value:,.0f} ms"
     return f"{value:,.4g}" if isinstance(value, float) else str(value)
@@ -231,14 +231,17 @@ def verdict_table(review: Review) -> Table:
         slo = "not judged" if met is None else "met" if met else "missed"
         plans = [p for p in review.plan if p["model"] == model]
         needed = [p.get("gpus_needed_binding", p.get("gpus_needed")) for p in plans]
-        deployed = sum(p["gpus_deployed"] for p in plans)
-        gpus = "—" if not plans or any(n is None for n in needed) else \
-            f"{fmt(sum(needed), 'gpus')} / {fmt(deployed, 'gpus')}"
-        surplus = _surplus(deployed - sum(needed)) if plans and all(n is not None for n in needed) else "—"
+        in_force = [p.get("gpus_deployed") for p in plans]
+        # A sum over the model's deployments only when every one of them has the figure: a partial sum would read
+        # as the model's.
+        sized = bool(plans) and None not in needed and None not in in_force
+        gpus = f"{fmt(sum(needed), 'gpus')} / {fmt(sum(in_force), 'gpus')}" if sized else "—"
+        surplus = _surplus(sum(in_force) - sum(needed)) if sized else "—"
         cost, currency = model_cost_per_mtok(review, model)
         caps = [c for c in review.capacity if c["model"] == model]
         basis = "; ".join((f"{c['deployment_id']}: " if len(caps) > 1 else "") + capacity_basis(c) for c in caps)
-        hours = max((p["hours_over_capacity"] for p in plans), default=None)
+        hours = max((p["hours_over_capacity"] for p in plans if p.get("hours_over_capacity") is not None),
+                    default=None)
         rows.append([model, slo, "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
                      gpus, surplus, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
     return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
@@ -326,7 +329,11 @@ def whatif_finding(review: Review, model: str) -> str:
     Figures are per model (its deployments' tokens and cost changes summed), per scenario replayed on all of them.
     The best is the highest hit ratio among the caches one could run (LRU), the infinite cache being only their
     upper bound; ties go to the fewest blocks. Only the infinite cache configured: it is the one shown."""
-    rows = [r for r in review.whatif if r["model"] == model and r.get("requests_simulated")]
+    rows = [r for r in review.whatif if r["model"] == model]
+    if not rows:
+        return (f"Prefix-cache what-if: no infra.cache_whatif_daily rows for {model} this day, so no prefix-cache "
+                "scenario was replayed.")
+    rows = [r for r in rows if r.get("requests_simulated")]
     if not rows:
         return "Prefix-cache what-if: no request of the day carried prefix block hashes, so none was replayed."
     deployments = {r["deployment_id"] for r in rows}
@@ -334,16 +341,19 @@ def whatif_finding(review: Review, model: str) -> str:
     for r in rows:
         if r.get("simulated_cached_tokens") is not None:
             scenarios.setdefault(r["scenario"], []).append(r)
-    scenarios = {k: v for k, v in scenarios.items() if {r["deployment_id"] for r in v} == deployments}
+    # A scenario counts when it was replayed on every deployment of the model, over some input: a share of no
+    # input tokens is no figure.
+    scenarios = {k: v for k, v in scenarios.items() if {r["deployment_id"] for r in v} == deployments
+                 and sum(r["input_tokens"] or 0 for r in v) > 0}
     if not scenarios:
         return ("Prefix-cache what-if: no configured scenario could be replayed on the model (see the notes of "
                 "infra.cache_whatif_daily).")
 
     def figures(name: str) -> tuple[float, float, float | None, str | None]:
         group = scenarios[name]
-        tokens = sum(r["input_tokens"] for r in group)
+        tokens = sum(r["input_tokens"] or 0 for r in group)
         hit = sum(r["simulated_cached_tokens"] for r in group) / tokens
-        observed = sum(r["observed_cached_tokens"] for r in group) / tokens
+        observed = sum(r["observed_cached_tokens"] or 0 for r in group) / tokens
         currencies = {r["currency"] for r in group}
         valued = len(currencies) == 1 and None not in currencies and all(r["cost_change"] is not None for r in group)
         change = sum(float(r["cost_change"]) for r in group) / tokens * 1e6 if valued else None
@@ -493,7 +503,7 @@ def template_table(review: Review, cap: Row) -> Table:
                   f"{_surplus(plan.get('gpu_surplus_binding', plan.get('gpu_surplus')))}")
     validation = ("measured by a load test" if cap["capacity_source"] == "loadtest"
                   else "demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
-                  else "no capacity figure") + f": {cap['capacity_note']}"
+                  else "no capacity figure") + f": {cap['capacity_note'] or '—'}"
     validation += (f". Load-test run {cap['loadtest_run_id'] or 'none'}; figures published by Dagster run "
                    f"{review.published_run_id or '—'}, review written by run {review.run_id or '—'}; price "
                    f"version {cap.get('price_version') or '—'}, SLO version {cap['slo_version']}")
@@ -615,8 +625,138 @@ def _slo_rows(review: Review, model: str) -> list[Row]:
     return [r for r in review.slo if r["model"] == model]
 
 
+def _whole_row(review: Review, model: str) -> Row | None:
+    return next((r for r in _slo_rows(review, model) if r["isl_bucket"] == "all"), None)
+
+
+def _day_requests(review: Review, model: str) -> int | None:
+    """The model's requests on the day: infra.token_split_daily's count (every model in force has a row, zeros when
+    none came), else the effective requests of its infra.slo_daily 'all' row; None when neither was given."""
+    tok = _tokens_of(review, model)
+    if tok.get("requests") is not None:
+        return tok["requests"]
+    whole = _whole_row(review, model)
+    return None if whole is None else whole.get("effective_requests")
+
+
+def _all_models(review: Review) -> set[str]:
+    """Every model the day's rows name: the GPU deployments in force and whatever had requests or cost."""
+    return ({c["model"] for c in review.capacity} | {r["model"] for r in review.tokens}
+            | {r["model"] for r in review.slo} | {r["model"] for r in review.load}
+            | {r["model"] for r in review.cost_history if r["day"] == review.day})
+
+
 def _models(review: Review) -> list[str]:
-    return sorted({c["model"] for c in review.capacity})
+    """The GPU-served models the review judges: those with a deployment in infra.capacity_daily (a row per GPU
+    deployment in force) and requests on the day. A model without a request is named in one line instead."""
+    return sorted(m for m in {c["model"] for c in review.capacity} if _day_requests(review, m) != 0)
+
+
+def _idle_models(review: Review) -> list[str]:
+    return sorted(m for m in _all_models(review) if _day_requests(review, m) == 0)
+
+
+def _latency_logged(review: Review, model: str) -> bool:
+    """Whether the model's logs carry latency: usage-only logs (a hosted API's usage export) leave TTFT, queue and
+    ITL NULL, so no request is judged against the TTFT limits and attainment is NULL."""
+    return any(r.get("ttft_p99_ms") is not None or r.get("attainment") is not None or r.get("judged_requests")
+               for r in _slo_rows(review, model))
+
+
+def idle_line(review: Review) -> str | None:
+    """One line naming the models in force without a request on the day (GPU ones with their GPUs in force)."""
+    idle = _idle_models(review)
+    if not idle:
+        return None
+    gpus: dict[str, float] = {}
+    for c in review.capacity:
+        if c.get("gpus") is not None:
+            gpus[c["model"]] = gpus.get(c["model"], 0.0) + c["gpus"]
+    named = [f"{m} ({fmt(gpus[m], 'gpus')} GPUs in force)" if m in gpus else m for m in idle]
+    return (f"No request reached {', '.join(named)} on this day: not judged, left out of the verdict and the model "
+            "sections.")
+
+
+def verdict_notes(review: Review) -> list[str]:
+    """Why the verdict has no GPU rows, when it has none, and the models without a request."""
+    out = []
+    if not _models(review):
+        if not _all_models(review):
+            out.append("No published rows for this day: no deployment was in force and no request came, so there "
+                       "is nothing to judge.")
+        elif not review.capacity:
+            out.append("No GPU deployment was in force on this day (no infra.capacity_daily rows): no GPU verdict.")
+        elif all(_day_requests(review, m) == 0 for m in _all_models(review)):
+            out.append("No request reached any model on this day: nothing to judge.")
+    line = idle_line(review)
+    if line:
+        out.append(line)
+    return out
+
+
+SUMMARY_NOTE = ("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU "
+                "deployment was in force.")
+
+
+def cost_notes(review: Review) -> list[str]:
+    """Why the $/MTok chart is left out, or why it has no point on the day (finance.cost_per_mtok_daily)."""
+    history = [r for r in review.cost_history if r["day"] <= review.day]
+    today = [r for r in history if r["day"] == review.day]
+    if not today:
+        return ["No cost rows for this day: no bill and no priced API usage"
+                + (", so there is no $/MTok chart." if not _cost_series(history) else "; the chart shows the days "
+                   "before.")]
+    if not _cost_series(history):
+        return ["No $/MTok under SLO up to this day: no costed deployment had compliant output (or its cost is "
+                "not known), so there is no $/MTok chart."]
+    return []
+
+
+def _cost_series(history: Sequence[Row]) -> bool:
+    return any(r.get("cost_per_mtok_goodput") is not None for r in history)
+
+
+def load_note(review: Review, model: str) -> str | None:
+    if any(r["model"] == model for r in review.load):
+        return None
+    return f"No load chart for {model}: no infra.load_hourly rows this day."
+
+
+def attainment_note(review: Review, model: str) -> str | None:
+    """Why the attainment chart is left out: no SLO rows, no effective request, or no latency in the logs."""
+    rows = _slo_rows(review, model)
+    if any(r["isl_bucket"] != "all" and r.get("attainment") is not None for r in rows):
+        return None
+    if not rows:
+        why = "no infra.slo_daily rows this day"
+    elif not (_whole_row(review, model) or {}).get("effective_requests"):
+        why = "no effective request on the day"
+    elif not _latency_logged(review, model):
+        why = "the logs carry no latency (TTFT and ITL are NULL: usage-only logs), so no request was judged"
+    else:
+        why = "no ISL bucket has an attainment figure"
+    return f"No attainment chart for {model}: {why}."
+
+
+def slo_notes(review: Review, model: str) -> list[str]:
+    """Why the SLO table is left out, or what a day without latency judges."""
+    if not _slo_rows(review, model):
+        return [f"No SLO table for {model}: no infra.slo_daily rows this day."]
+    if (_whole_row(review, model) or {}).get("effective_requests") and not _latency_logged(review, model):
+        return [f"{model}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not "
+                "measured, the success rate is judged alone."]
+    return []
+
+
+def token_parts(review: Review, model: str) -> list[Table | str]:
+    """The workload and input tables, each left out with the reason when its rows are missing."""
+    tok = _tokens_of(review, model)
+    if not tok:
+        return [f"No workload or input tables for {model}: no infra.token_split_daily row this day."]
+    if tok.get("workload_requests") == 0:
+        return [input_table(review, model),
+                f"Workload of {model}: no request was served in full, so there are no ISL/OSL quantiles."]
+    return [workload_table(review, model), input_table(review, model)]
 
 
 # --- charts (inline SVG) -------------------------------------------------------------------------------------------
@@ -723,7 +863,7 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
             body.append(_text(x + slot / 2, y(value) - 4, f"{value:.4f}"))
         note = "" if judged else " (not judged)"
         body.append(_text(x + slot / 2, H - BOTTOM + 14, f"{row['isl_bucket']}{note}"))
-        body.append(_text(x + slot / 2, H - BOTTOM + 27, f"{row['effective_requests']:,} requests",
+        body.append(_text(x + slot / 2, H - BOTTOM + 27, f"{fmt(row['effective_requests'], 'int')} requests",
                           class_="muted"))
     if target is not None:
         body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
@@ -787,7 +927,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
 
         body = _y_axis(0, top, "$/MTok under SLO", _tick)
     step = max(1, math.ceil((span + 1) / 8))
-    for i in range(0, span + 1, step):
+    for i in range(0, span + 1 if days else 0, step):
         d = days[0] + timedelta(days=i)
         body.append(_text(x(d), H - BOTTOM + 14, d.strftime("%m-%d")))
     for n, ((model, deployment, currency), points) in enumerate(sorted(series.items())):
@@ -830,6 +970,99 @@ INTRO = ("Every figure is bound to a model and its serving configuration (model 
 _VERDICT_COLUMNS = ("verdict", "SLO")
 
 
+@dataclass(frozen=True)
+class Section:
+    """An HTML <section id=...> opening (`close` False) or closing; Markdown has none."""
+
+    id: str
+    close: bool = False
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    html_only: bool = False
+
+
+@dataclass(frozen=True)
+class Charts:
+    """Figures (svg, caption) and, for the charts left out, the line saying why: HTML only, as Markdown has no
+    charts."""
+
+    figures: list[tuple[str, str]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Lede:
+    text: str
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Tables the HTML sets side by side; Markdown prints them one after the other."""
+
+    tables: list[Table]
+
+
+# A note is a str: one line both renderings print (why a table or a chart is left out, a finding).
+Block = Section | Heading | Charts | Lede | SideBySide | Table | str
+
+
+def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
+    policy = review.policy.get(model, {})
+    hours = [r for r in review.load if r["model"] == model]
+    rows = _slo_rows(review, model)
+    figures, notes = [], []
+    if (note := load_note(review, model)) is None:
+        figures.append((load_chart(model, hours), "Demand (output tokens/s of requests that reached the model) per "
+                                                  "UTC hour against the capacity token rate (each model on its own "
+                                                  "scale)."))
+    else:
+        notes.append(note)
+    if (note := attainment_note(review, model)) is None:
+        figures.append((attainment_chart(model, rows, policy.get("attainment_target")),
+                        "Attainment per ISL bucket against the commitment (pale: too few requests to judge)."))
+    else:
+        notes.append(note)
+    out: list[Block] = [Section(f"model-{_anchor(model)}"), Heading(2, f"Model {model}"), Charts(figures, notes)]
+    if rows:
+        out.append(slo_table(review, model))
+    out += slo_notes(review, model)
+    out += hourly_findings(review, model)
+    parts = token_parts(review, model)
+    out += [SideBySide([p for p in parts if isinstance(p, Table)]), *[p for p in parts if isinstance(p, str)]]
+    out.append(whatif_finding(review, model))
+    for cap in [c for c in review.capacity if c["model"] == model]:
+        inventory = review.deployments.get(cap["deployment_id"])
+        out += [Section(f"deployment-{_anchor(cap['deployment_id'])}"),
+                Heading(3, f"{cap['deployment_id']}: {configuration(cap, inventory)}"),
+                template_table(review, cap), figures_table(review, cap), Section("", close=True)]
+    out.append(Section("", close=True))
+    return out
+
+
+def document(review: Review) -> list[Block]:
+    """The review in document order, for both renderings: its verdict first, then the summary, the cost trend and
+    a section per model. A part without data is left out with one line saying why."""
+    out: list[Block] = [Section("verdict")]
+    if _models(review):
+        out.append(verdict_table(review))
+    out += verdict_notes(review)
+    out += [Section("", close=True), Lede(INTRO), Heading(2, "Summary")]
+    out.append(summary_table(review) if review.capacity else SUMMARY_NOTE)
+    history = [r for r in review.cost_history if r["day"] <= review.day]
+    charts = [(cost_chart(history, review.day), "Cost per million output tokens of compliant requests, per "
+                                                "deployment, on every published day up to "
+                                                f"{review.day.isoformat()} (a date axis: a day not published is a "
+                                                "gap).")] if _cost_series(history) else []
+    out += [Heading(2, "$/MTok under SLO over time", html_only=True), Charts(charts), *cost_notes(review)]
+    for model in _models(review):
+        out += _gpu_model_blocks(review, model)
+    return out
+
+
 def _html_table(table: Table, css_class: str = "") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
     body = []
@@ -854,42 +1087,37 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
+def _note(text: str) -> str:
+    return f'<p class="note">{html.escape(text)}</p>'
+
+
 def render_html(review: Review) -> str:
     """The review as one self-contained HTML page (inline CSS and SVG, nothing fetched), its verdict first."""
     title = f"Capacity review {review.day.isoformat()}"
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
              f"<style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)} (UTC)</h1>",
-             '<section id="verdict">', _html_table(verdict_table(review), "verdict"), "</section>",
-             f'<p class="lede">{html.escape(INTRO)}</p>',
-             "<h2>Summary</h2>", _html_table(summary_table(review)),
-             "<h2>$/MTok under SLO over time</h2>",
-             _figure(cost_chart(review.cost_history, review.day),
-                     "Cost per million output tokens of compliant requests, per deployment, on every published day "
-                     f"up to {review.day.isoformat()} (a date axis: a day not published is a gap).")]
-    for model in _models(review):
-        policy = review.policy.get(model, {})
-        parts.append(f'<section id="model-{html.escape(_anchor(model))}"><h2>Model {html.escape(model)}</h2>')
-        parts.append('<div class="charts">')
-        parts.append(_figure(load_chart(model, [r for r in review.load if r["model"] == model]),
-                             "Demand (output tokens/s of requests that reached the model) per UTC hour against the "
-                             "capacity token rate (each model on its own scale)."))
-        parts.append(_figure(attainment_chart(model, _slo_rows(review, model), policy.get("attainment_target")),
-                             "Attainment per ISL bucket against the commitment (pale: too few requests to judge)."))
-        parts.append("</div>")
-        parts.append(_html_table(slo_table(review, model)))
-        parts += [f'<p class="note">{html.escape(line)}</p>' for line in hourly_findings(review, model)]
-        parts.append('<div class="tables">' + _html_table(workload_table(review, model))
-                     + _html_table(input_table(review, model)) + "</div>")
-        parts.append(f'<p class="note">{html.escape(whatif_finding(review, model))}</p>')
-        for cap in [c for c in review.capacity if c["model"] == model]:
-            inventory = review.deployments.get(cap["deployment_id"])
-            parts.append(f'<section id="deployment-{html.escape(_anchor(cap["deployment_id"]))}">'
-                         f"<h3>{html.escape(cap['deployment_id'])}: {html.escape(configuration(cap, inventory))}</h3>")
-            parts.append(_html_table(template_table(review, cap)))
-            parts.append(_html_table(figures_table(review, cap)))
-            parts.append("</section>")
-        parts.append("</section>")
+             f"<h1>{html.escape(title)} (UTC)</h1>"]
+    in_verdict = False
+    for block in document(review):
+        if isinstance(block, Section):
+            in_verdict = block.id == "verdict"
+            parts.append("</section>" if block.close else f'<section id="{html.escape(block.id)}">')
+        elif isinstance(block, Heading):
+            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Charts):
+            if block.figures:
+                parts.append('<div class="charts">' + "".join(_figure(*f) for f in block.figures) + "</div>"
+                             if len(block.figures) > 1 or block.notes else _figure(*block.figures[0]))
+            parts += [_note(n) for n in block.notes]
+        elif isinstance(block, Lede):
+            parts.append(f'<p class="lede">{html.escape(block.text)}</p>')
+        elif isinstance(block, SideBySide):
+            if block.tables:
+                parts.append('<div class="tables">' + "".join(_html_table(t) for t in block.tables) + "</div>")
+        elif isinstance(block, Table):
+            parts.append(_html_table(block, "verdict" if in_verdict else ""))
+        else:
+            parts.append(_note(block))
     parts.append("</body></html>\n")
     return "".join(parts)
 
@@ -908,29 +1136,26 @@ def _md_table(table: Table) -> str:
 
 
 def render_markdown(review: Review) -> str:
-    """The review's tables as Markdown (no charts), its verdict first."""
-    parts = [f"# Capacity review {review.day.isoformat()} (UTC)", "", _md_table(verdict_table(review)),
-             _md_cell(INTRO), "", "## Summary", "", _md_table(summary_table(review))]
-    for model in _models(review):
-        parts += [f"## Model {_md_cell(model)}", "", _md_table(slo_table(review, model))]
-        parts += [_md_cell(line) + "\n" for line in hourly_findings(review, model)]
-        parts += [_md_table(workload_table(review, model)), _md_table(input_table(review, model)),
-                  _md_cell(whatif_finding(review, model)) + "\n"]
-        for cap in [c for c in review.capacity if c["model"] == model]:
-            inventory = review.deployments.get(cap["deployment_id"])
-            parts += [f"### {_md_cell(cap['deployment_id'])}: {_md_cell(configuration(cap, inventory))}", "",
-                      _md_table(template_table(review, cap)), _md_table(figures_table(review, cap))]
+    """The review's tables and lines as Markdown (no charts), its verdict first."""
+    parts = [f"# Capacity review {review.day.isoformat()} (UTC)", ""]
+    for block in document(review):
+        if isinstance(block, Heading) and not block.html_only:
+            parts += [f"{'#' * block.level} {_md_cell(block.text)}", ""]
+        elif isinstance(block, Lede):
+            parts += [_md_cell(block.text), ""]
+        elif isinstance(block, SideBySide):
+            parts += [_md_table(t) for t in block.tables]
+        elif isinstance(block, Table):
+            parts.append(_md_table(block))
+        elif isinstance(block, str):
+            parts.append(_md_cell(block) + "\n")
     return "\n".join(parts)
 
 
 def tables(review: Review) -> Iterable[Table]:
     """Every table of the review, in document order (the HTML and the Markdown print the same ones)."""
-    yield verdict_table(review)
-    yield summary_table(review)
-    for model in _models(review):
-        yield slo_table(review, model)
-        yield workload_table(review, model)
-        yield input_table(review, model)
-        for cap in [c for c in review.capacity if c["model"] == model]:
-            yield template_table(review, cap)
-            yield figures_table(review, cap)
+    for block in document(review):
+        if isinstance(block, Table):
+            yield block
+        elif isinstance(block, SideBySide):
+            yield from block.tables
