@@ -81,7 +81,8 @@ def test_markdown_prints_the_table_of_a_bench_json(tmp_path, capsys):
 DOC = f"""\
 # Performance
 
-How it measures, by hand.
+How it measures, by hand; the bench rewrites what lies between {RESULTS_BEGIN} and {RESULTS_END}, each alone on
+its line.
 
 {RESULTS_BEGIN}
 an older table
@@ -102,17 +103,21 @@ def test_the_results_section_alone_is_rewritten(tmp_path, capsys):
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(_bench()))
     assert main(["--markdown", str(path), "--docs", str(doc)]) == 0
-    before, after = DOC.split(RESULTS_BEGIN)[0], DOC.split(RESULTS_END)[1]
-    assert doc.read_text() == f"{before}{RESULTS_BEGIN}\n{EXPECTED}{RESULTS_END}{after}"
+    before, after = DOC.split(f"\n{RESULTS_BEGIN}\n")[0], DOC.split(f"\n{RESULTS_END}\n")[1]
+    expected = f"{before}\n{RESULTS_BEGIN}\n{EXPECTED}{RESULTS_END}\n{after}"
+    assert doc.read_text() == expected
+    assert "an older table" not in expected and "| 2026-12-01 | def6a52 |" in expected
     # Again from its own output: the same document, nothing added.
     main(["--markdown", str(path), "--docs", str(doc)])
-    assert doc.read_text() == f"{before}{RESULTS_BEGIN}\n{EXPECTED}{RESULTS_END}{after}"
+    assert doc.read_text() == expected
     capsys.readouterr()
 
 
 def test_a_document_without_the_markers_is_refused_and_left_alone(tmp_path, capsys):
     with pytest.raises(ValueError, match="bench:results"):
         replace_results("# Performance\n", "table\n")
+    with pytest.raises(ValueError, match="bench:results"):  # named in prose only: no section
+        replace_results(f"between {RESULTS_BEGIN} and {RESULTS_END}\n", "table\n")
     doc = tmp_path / "performance.md"
     doc.write_text("# Performance\n")
     path = tmp_path / "bench.json"

@@ -533,11 +533,15 @@ PERFORMANCE_DOC = PROJECT / "docs" / "performance.md"
 
 
 def replace_results(text: str, results: str) -> str:
-    """`text` with what lies between the results markers replaced by `results`; the rest unchanged."""
-    begin, end = text.find(RESULTS_BEGIN), text.find(RESULTS_END)
-    if begin < 0 or end < begin:
-        raise ValueError(f"no {RESULTS_BEGIN} ... {RESULTS_END} section to replace")
-    return text[:begin + len(RESULTS_BEGIN)] + "\n" + results + text[end:]
+    """`text` with the lines between the results markers (each alone on its line, so that prose may name them)
+    replaced by `results`; the rest unchanged."""
+    lines = text.splitlines(keepends=True)
+    marks = [i for i, line in enumerate(lines) if line.strip() in (RESULTS_BEGIN, RESULTS_END)]
+    if [lines[i].strip() for i in marks] != [RESULTS_BEGIN, RESULTS_END]:
+        raise ValueError(f"no {RESULTS_BEGIN} ... {RESULTS_END} section (each marker alone on its line, once) "
+                         "to replace")
+    begin, end = marks
+    return "".join(lines[:begin + 1]) + results + "".join(lines[end:])
 
 
 def write_results(doc: Path, result: dict) -> bool:
