@@ -127,6 +127,8 @@ class Contract:
     version: str
     path: Path
     tables: dict[str, Table] = field(default_factory=dict)
+    # The contract's own `description` (purpose, usage, limitations), each folded to one line.
+    description: dict[str, str] = field(default_factory=dict)
 
     def table(self, name: str | None = None) -> Table:
         if name is None:
@@ -154,7 +156,10 @@ def load_contract(contract_id: str) -> Contract:
     tables = {}
     for obj in doc.get("schema", []):
         tables[obj["name"]] = _parse_table(obj, path)
-    return Contract(id=doc["id"], version=str(doc["version"]), path=path, tables=tables)
+    about = doc.get("description") or {}
+    about = {k: " ".join(str(v).split()) for k, v in about.items()} if isinstance(about, dict) else {
+        "purpose": " ".join(str(about).split())}
+    return Contract(id=doc["id"], version=str(doc["version"]), path=path, tables=tables, description=about)
 
 
 def _parse_table(obj: dict[str, Any], path: Path) -> Table:
