@@ -1,4 +1,4 @@
--- The day's cost of each hosted-API deployment by token class (spec/metrics.md, section 4, for a model priced per
+-- The day's cost of each hosted-API deployment by token class (docs/metrics.md, section 4, for a model priced per
 -- token): tokens of the requests that reached it (core.usage_hourly; a rejected request is not billed) times its
 -- sheet's price per 1M tokens. Classes: uncached input (input - cache reads - cache writes), cache reads, cache
 -- writes of the five-minute and of the one-hour lifetime, output (reasoning included). Money is DECIMAL(38,12).

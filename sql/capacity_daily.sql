@@ -1,5 +1,5 @@
 -- infra.capacity_daily: per model, deployment and UTC day, output produced and compliant output over the day's
--- wall time, per GPU and per watt (spec/metrics.md, section 2), then the capacity of section 5: the capacity
+-- wall time, per GPU and per watt (docs/metrics.md, section 2), then the capacity of section 5: the capacity
 -- goodput per GPU chosen by tokenledger.capacity (temp table capacity_choice: a verified load test, else the day's
 -- demonstrated lower bound, else an unverified load test, else NULL, with the note that says which and why), daily
 -- capacity over the day's time-weighted GPUs, utilization, daily value at the list price and daily cost at

@@ -1,5 +1,5 @@
 -- The demonstrated capacity of each deployment on the day, from its windows in core.capacity_windows: the best
--- qualifying window (its goodput per GPU is the lower bound of spec/metrics.md section 5), how many windows were
+-- qualifying window (its goodput per GPU is the lower bound of docs/metrics.md section 5), how many windows were
 -- judged, held and qualified, and, for the capacity note when none qualified, every commitment that some judged
 -- window missed: in how many judged windows, and the best value any judged window reached against its limit.
 WITH policy AS (

@@ -1,4 +1,4 @@
--- infra.capacity_plan_daily: per model, deployment in force and UTC day, the capacity plan of spec/metrics.md
+-- infra.capacity_plan_daily: per model, deployment in force and UTC day, the capacity plan of docs/metrics.md
 -- section 6. capacity_plan_inputs (sql/capacity_plan_inputs.sql) holds the peak, service times, inventory and
 -- policy; capacity_plan_figures holds what tokenledger.capacity computed from them with tokenledger/queueing.py:
 -- Little's law, the least Erlang C slots with P(wait > queue_p99_ms) <= 1 - attainment_target, replicas both

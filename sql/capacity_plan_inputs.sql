@@ -1,4 +1,4 @@
--- What the capacity plan of each deployment in force on the UTC day starts from (spec/metrics.md, section 6): the
+-- What the capacity plan of each deployment in force on the UTC day starts from (docs/metrics.md, section 6): the
 -- planning peak's arrival rate by the policy's peak_basis (busiest_5min: the most requests received in 5
 -- consecutive minutes, windows sliding by the minute within the day, / 300 s; busiest_hour: the busiest UTC hour's
 -- requests / 3,600 s), counting every request received whatever its status; the mean and P99 E2E of successful

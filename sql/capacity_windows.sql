@@ -1,6 +1,6 @@
 -- core.capacity_windows: every stable_window_min window of the UTC day, one starting every step_min minutes from
 -- midnight and ending by the next midnight, for every deployment in force, judged on the requests received in it
--- against every commitment (spec/metrics.md, section 5: demonstrated sustainable goodput per GPU).
+-- against every commitment (docs/metrics.md, section 5: demonstrated sustainable goodput per GPU).
 --
 -- A window holds (all_met) by the load-test step rule: every judged ISL bucket (at least min_requests_per_bucket
 -- effective requests, and at least one) meets attainment_target, and a window with no judged bucket does not

@@ -1,5 +1,5 @@
 -- core.cost_lines: every cost line of the UTC day with the deployment it belongs to, its category and currency
--- (spec/metrics.md, section 4): the FOCUS rows of core.billing_charges (source 'focus') and the rate-card rows of
+-- (docs/metrics.md, section 4): the FOCUS rows of core.billing_charges (source 'focus') and the rate-card rows of
 -- on-premises deployments (source 'rate_card', sql/rate_card_charges.sql) and the price-sheet rows of hosted-API
 -- deployments (source 'api_price', sql/api_charges.sql), in one shape and one path. A FOCUS line tagged to an API
 -- deployment is 'unallocated': that deployment's cost is its price sheet's, and the line would count twice.

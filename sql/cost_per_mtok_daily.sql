@@ -1,6 +1,6 @@
 -- finance.cost_per_mtok_daily: per deployment, currency and UTC day, the cost allocated to the deployment by
 -- category (core.cost_allocation_daily, 'unallocated' excluded) against the tokens it served (core.usage_hourly),
--- as $/MTok delivered, under SLO and over all tokens, and per token class (spec/metrics.md, section 4).
+-- as $/MTok delivered, under SLO and over all tokens, and per token class (docs/metrics.md, section 4).
 -- output_tokens here is output produced (successful requests); input figures are over reached requests. The unit
 -- costs per class are scaled so that input_cached * u_c + input_recomputed * u_r + output_tokens * u_o (per 1e6)
 -- equals cost_total, with u_c : u_r : u_o = the policy's weights. A quotient over 0 tokens is NULL.

@@ -1,5 +1,5 @@
 -- finance.cost_reconciliation_daily: per currency and UTC day, the bill against where its cost went
--- (spec/metrics.md, section 4). billed_effective_cost is the day's share of FOCUS EffectiveCost read straight from
+-- (docs/metrics.md, section 4). billed_effective_cost is the day's share of FOCUS EffectiveCost read straight from
 -- core.billing_charges; allocated_cost is the FOCUS cost placed on deployments (directly or spread as shared);
 -- unallocated_cost is what could not be placed (core.cost_lines says why). difference = billed_effective_cost -
 -- allocated_cost - unallocated_cost, balanced when |difference| <= 1e-6. Beside them: rate_card_cost, the

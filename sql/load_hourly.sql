@@ -1,4 +1,4 @@
--- infra.load_hourly: per model in force and UTC hour (all 24), the load against capacity (spec/metrics.md,
+-- infra.load_hourly: per model in force and UTC hour (all 24), the load against capacity (docs/metrics.md,
 -- section 6), its peaks beyond the minute (the busiest second, the busiest minute's token rates, bursts above the
 -- planning rate) and seed 000's observability (failures by kind, mean queue length by Little's law; see
 -- sql/load_hourly_demand.sql). Rates are per second over the hour's 3,600 s; the busiest minute's over its 60 s,

@@ -1,5 +1,5 @@
 -- core.loadtest_steps for one run: every arrival-rate step measured on its measurement segment
--- [step start + warmup_min, step end), with the commitments of spec/metrics.md section 2, and the run's
+-- [step start + warmup_min, step end), with the commitments of docs/metrics.md section 2, and the run's
 -- lambda_slo_max (section 5) on every row. Requests are the run's accepted ones judged against the SLO policy in
 -- force on the run's day (requests_judged); a request belongs to the segment it was received in.
 --

@@ -1,5 +1,5 @@
 -- The day's charges of on-premises deployments, costed from the rate card of the policy in force and shaped like
--- core.billing_charges rows, so that allocation has one path (spec/metrics.md, section 4). One row per deployment
+-- core.billing_charges rows, so that allocation has one path (docs/metrics.md, section 4). One row per deployment
 -- version in force (a mid-day change gives two): its GPU-hours times
 -- capex_per_gpu / lifetime_hours + power_kw_per_gpu * pue * price_per_kwh + opex_per_gpu_hour,
 -- in the policy's currency, tagged to the deployment with the policy's first deployment tag key. The line points

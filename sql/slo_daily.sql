@@ -1,5 +1,5 @@
 -- infra.slo_daily: per model, one row for every ISL bucket of its SLO policy (zero counts and NULL figures when
--- the bucket had no requests) and one 'all' row for the whole model (spec/metrics.md, sections 1-2). Failures are
+-- the bucket had no requests) and one 'all' row for the whole model (docs/metrics.md, sections 1-2). Failures are
 -- also counted by kind (error, timeout, disconnected, rejected), as seed 000's observability asks.
 -- Percentiles are over successful requests, with linear interpolation (quantile_cont), taken one measure at a time into
 -- slo_percentiles (sql/slo_percentiles.sql, so that a day's memory holds one measure's values). A bucket with fewer

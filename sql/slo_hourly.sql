@@ -1,5 +1,5 @@
 -- infra.slo_hourly: attainment per model, ISL bucket and UTC hour (all 24 hours, every bucket of the model's
--- policy), plus one 'all' row per model and hour (spec/metrics.md, section 2; seed 003: an overall mean never stands
+-- policy), plus one 'all' row per model and hour (docs/metrics.md, section 2; seed 003: an overall mean never stands
 -- in for the per-bucket figures, and a peak hour can sink one bucket while the day's mean hides it). Built from
 -- core.usage_hourly (the requests judged once, by sql/requests_judged.sql). A bucket-hour with fewer effective
 -- requests with measured latency than the policy's min_requests_per_bucket is not judged (attainment_met NULL), as in infra.slo_daily.

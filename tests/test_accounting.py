@@ -370,7 +370,7 @@ def vllm_good_requests(outputs: list[dict[str, Any]], ttft_slo_ms: list[float], 
     `--goodput`): metrics are collected for successful outputs only, and a request is good when each of its
     own values is within its limit, `all(s >= r for s, r in zip(slo_values, req_metric))`, limits in seconds.
     Here the metrics are TTFT (with the limit of the request's ISL bucket) and ITL (every inter-token gap of the
-    request, so its longest one); TPOT is not part of compliance (spec/metrics.md)."""
+    request, so its longest one); TPOT is not part of compliance (docs/metrics.md)."""
     ms = 1000.0
     ttfts, itls, slo_values = [], [], []
     for output, ttft_slo in zip(outputs, ttft_slo_ms, strict=True):

@@ -93,7 +93,7 @@ def test_lambda_slo_max_is_the_knee_step(generated, run_id: str) -> None:
     assert run["first_failing_step_rate"] == steps[knee + 1]
     assert [s["all_met"] for s in run["steps"]] == [i <= knee for i in range(len(steps))]
     assert [s["is_lambda_slo_max_step"] for s in run["steps"]] == [i == knee for i in range(len(steps))]
-    # Past the knee the queue is what breaks first (spec/metrics.md, section 1), and raw throughput keeps rising.
+    # Past the knee the queue is what breaks first (docs/metrics.md, section 1), and raw throughput keeps rising.
     above = run["steps"][knee + 1]
     assert above["queue_p99_met"] is False and above["queue_p99_ms"] > 300
     assert above["raw_throughput"] > run["steps"][knee]["raw_throughput"]

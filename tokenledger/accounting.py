@@ -1,9 +1,9 @@
-"""Token, SLO and goodput accounting of one UTC day (spec/metrics.md, sections 1-3).
+"""Token, SLO and goodput accounting of one UTC day (docs/metrics.md, sections 1-3).
 
 Every figure is computed in the step's DuckDB from the ingested day: the request rows are read by views
 (`day_requests`, `day_deployments`, `day_usage`), judged by `sql/requests_judged.sql` against the SLO policy in
 force, and aggregated by the SQL file named after each table. Only a day's policy version and row counts reach
-Python. Decisions beyond the spec: docs/metrics-decisions.md.
+Python. Decisions: docs/decisions.md, "Metrics".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tables tokenledger keeps: one registry line per table (spec/published.md for the published ones).
+"""The tables tokenledger keeps: one registry line per table (docs/tables.md for the published ones).
 
 A line says where the table sits (its stage, the Dagster group), its grain, what it reads, whether it is published
 (and as CSV too), and which contract types it. Everything else is derived from the line: the asset's key, group,
@@ -117,7 +117,7 @@ TABLES = (
 
 # Internal tables: the typed, reconciled inputs and intermediate results. Queried through the `core` views.
 CORE_TABLES = tuple(t for t in TABLES if t.schema == "core")
-# Published tables, in the order of spec/published.md's schemas.
+# Published tables, in the order of docs/tables.md's schemas.
 PUBLISHED_TABLES = tuple(t for s in ("quality", "infra", "finance", "focus") for t in TABLES
                          if t.published and t.schema == s)
 _BY_NAME = {t.qualified: t for t in TABLES}

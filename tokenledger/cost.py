@@ -1,4 +1,4 @@
-"""Cost allocation, cost per 1M tokens, tenant showback and reconciliation of one UTC day (spec/metrics.md, 4).
+"""Cost allocation, cost per 1M tokens, tenant showback and reconciliation of one UTC day (docs/metrics.md, 4).
 
 Everything is computed in the step's DuckDB by the SQL file named after each table; Python only attaches the day's
 inputs as views, resolves the cost policy in force and stops the day when the configuration cannot cost it. The

@@ -1,4 +1,4 @@
-"""Load-test runs and their lambda_slo_max (spec/inputs.md, Load-test runs; spec/metrics.md, section 5).
+"""Load-test runs and their lambda_slo_max (docs/inputs.md, Load-test runs; docs/metrics.md, section 5).
 
 A run is a folder `raw/loadtest/<run_id>/` holding `run.yaml` (data_contracts/loadtest_run.odcs.yaml) and the
 run's requests in its `format`: request files in the gateway_request contract (`gateway`, the default), or
@@ -7,8 +7,8 @@ are (`tokenledger.ingest.stage_gateway_files`), the run's own rules are added (s
 duplicates are merged and the accepted requests assembled by the gateway's own statements, then judged against
 the SLO policy in force on the run's day by the production judgement (sql/requests_judged.sql). Every step is
 measured on its segment by sql/loadtest_steps.sql into the temp table `loadtest_steps` (data_contracts/
-core_loadtest_steps.odcs.yaml), one row per run and step. Decisions: docs/decisions.md, "Capacity math and load
-tests".
+core_loadtest_steps.odcs.yaml), one row per run and step. Decisions: docs/decisions.md, "Load-test runs"
+and "What a load-test step proves".
 
 A vllm-bench run holds one or more `vllm bench serve --save-result --save-detailed` result files (`*.json`, one
 JSON object each), as a sweep of request rates writes them. Source: vllm-project/vllm, `vllm/benchmarks/serve.py`
@@ -43,7 +43,7 @@ document, parsed once per statement:
 - ttft_ms = (queue_times[i] +) ttfts[i] * 1000; e2e_ms = (queue_times[i] +) latencies[i] * 1000, or ttfts[i] +
   sum(itls[i]) before 0.31 (the same sum for a failure); itl_max_ms = max(itls[i]) * 1000 (a gap can span several
   tokens of one chunk); queue_ms = queue_times[i] * 1000 when written. TTFT is measured from arrival, queueing
-  included (spec/metrics.md), so a request --max-concurrency held back counts its wait; a file with
+  included (docs/metrics.md), so a request --max-concurrency held back counts its wait; a file with
   max_concurrency set and no queue_times is refused. Milliseconds are rounded to the microsecond;
 - a file that cannot be a step (not one JSON object, a required key missing, lists of different lengths, a rate
   of `inf` or with ramp-up, `completed` disagreeing) stops the run with the file, the field and the rule; an

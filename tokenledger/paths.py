@@ -18,7 +18,7 @@ CONTRACTS_DIR = PROJECT_ROOT / "data_contracts"
 
 @dataclass(frozen=True)
 class HomeLayout:
-    """The folders of one tokenledger home (see spec/inputs.md). Each may be overridden on its own."""
+    """The folders of one tokenledger home (see docs/inputs.md). Each may be overridden on its own."""
 
     home: Path
     raw: Path

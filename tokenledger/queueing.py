@@ -1,4 +1,4 @@
-"""Capacity math of spec/metrics.md, section 6: Erlang C, Little's law, seed 000's rule, fluid backlog, headroom.
+"""Capacity math of docs/metrics.md, section 6: Erlang C, Little's law, seed 000's rule, fluid backlog, headroom.
 
 Small pure functions over plain numbers, so that the planning tables can be checked by hand. Rates are per
 second and times in seconds unless a name says otherwise; `load` is the offered load a = arrival rate x mean
@@ -216,7 +216,7 @@ class GpuNeed:
 
 
 def gpus_needed(replicas: int, gpus_per_replica: int, headroom: Headroom) -> GpuNeed:
-    """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (spec/metrics.md, section 6)."""
+    """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (docs/metrics.md, section 6)."""
     if replicas < 0 or gpus_per_replica < 1:
         raise ValueError("replicas must be >= 0 and gpus_per_replica >= 1")
     return _with_headroom(replicas, float(replicas * gpus_per_replica), gpus_per_replica, headroom)
