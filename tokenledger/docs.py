@@ -147,7 +147,8 @@ def _section(ref: TableRef, whole: bool) -> list[str]:
     if grain:
         facts.append(f"Grain: {grain}.")
     if whole:
-        facts.append("Kept whole (one file for all days), not per day.")
+        facts.append(f"Kept whole, not per day: one file, `exports/{ref.schema}/{ref.name}/data.parquet` once "
+                     "published (its usage line says when).")
     elif ref.published:
         where = f"`exports/{ref.schema}/{ref.name}/day=YYYY-MM-DD/data.parquet`"
         if ref.csv_export:
