@@ -9,7 +9,7 @@ DEMO_DAYS ?= 7
 DEMO_REQUESTS_PER_DAY ?= 200000
 DEMO_SEED ?= 7
 
-.PHONY: demo test ui bench lint constraints clean review-png
+.PHONY: demo test ui bench lint docs constraints clean review-png
 
 # The environment: pinned versions (constraints.txt) installed into .venv, the project editable.
 $(BIN)/.installed-dev: pyproject.toml constraints.txt
@@ -47,6 +47,10 @@ bench: $(BIN)/.installed-dev
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .
+
+# docs/tables.md and the field lists of docs/inputs.md, from the contracts and the registry (after changing either).
+docs: $(BIN)/.installed-dev
+	$(BIN)/python -m tokenledger.docs
 
 # Re-resolve the pinned set from a clean environment (run after changing dependencies in pyproject.toml).
 constraints:
