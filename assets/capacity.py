@@ -19,6 +19,7 @@ from assets.tables import table_asset
 from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
 from tokenledger.capacity import (
+    REVIEW,
     build_capacity_daily,
     build_capacity_plan,
     build_capacity_review,
@@ -26,7 +27,9 @@ from tokenledger.capacity import (
     build_load_hourly,
     build_loadtest_steps,
     report_paths,
+    staged_report_paths,
 )
+from tokenledger.catalog import PUBLISHED_TABLES
 from tokenledger.ingest import DayWindow
 
 
@@ -103,21 +106,26 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
                         needs_config=True)
 
 
-@dg.asset(key=["reports", "capacity_review"], deps=[dg.AssetKey(["publish", "exports"])],
+@dg.asset(key=list(REVIEW), deps=[dg.AssetKey(ref.key_path) for ref in PUBLISHED_TABLES],
           kinds={"html", "markdown"}, partitions_def=daily_partitions, backfill_policy=single_run,
           group_name="capacity")
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The day's capacity review (seed 002's template), led by a verdict per model, then one section per model and
     configuration, with charts: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
 
-    Grain: one report per UTC day. Source: the day's published infra and finance tables and the $/MTok under SLO
-    of every published day up to it. Definition: spec/published.md, Reports.
+    Written before the day is published, from the day's finished tables, and published with them in one switch
+    (publish/exports): a day whose review fails is not published, and a published day always has its review.
+    Grain: one report per UTC day. Source: the day's infra and finance tables and the $/MTok under SLO of every
+    day up to it. Definition: spec/published.md, Reports.
     """
+    run_days = frozenset(days_of(context))
     result = for_each_day(context, ledger,
-                          lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id),
+                          lambda con, window, _: build_capacity_review(con, ledger.layout, window, context.run_id,
+                                                                       run_days),
                           needs_config=True)
-    # The catalog shows the last day's report: its path, and the Markdown version as a preview.
-    html_path, md_path = report_paths(ledger.layout, days_of(context)[-1])
+    # The catalog shows the last day's report: where it is published, and the Markdown version as a preview.
+    html_path, _ = report_paths(ledger.layout, days_of(context)[-1])
+    _, md_path = staged_report_paths(ledger.layout, days_of(context)[-1])
     preview = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
     return dg.MaterializeResult(metadata={**(result.metadata or {}), "path": dg.MetadataValue.path(str(html_path)),
                                           "preview": dg.MetadataValue.md(preview[:20_000])})

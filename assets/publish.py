@@ -1,9 +1,12 @@
-"""Publishing: a day's tables reach exports/ and the warehouse only after everything upstream of them passed.
+"""Publishing: a day's tables reach exports/ and the warehouse only after every other step of the day passed.
 
-The run's days are staged (each table's day file, finance also as a formula-safe CSV, the core tables and a
-manifest), then published together in one switch of `.published/current` (tokenledger/publishing.py), so a
-reader sees the old days or the new ones, never a mix or nothing (spec/published.md). The warehouse views read
-through that switch and are rewritten only when the set of tables changes (tokenledger/warehouse.py).
+Publication is the run's last step of the day: every published table, its checks, the capacity review and the
+what-if's traces table are upstream of it, so a step that fails anywhere leaves what readers see as it was. The
+run's days are staged (each table's day file, finance also as a formula-safe CSV, the core tables, the review and
+a manifest) with the traces table, then published together in one switch of `.published/current`
+(tokenledger/publishing.py), so a reader sees the old days or the new ones, never a mix or nothing
+(spec/published.md). The warehouse views read through that switch and are rewritten only when the set of tables
+changes (tokenledger/warehouse.py). The trend (assets/trend.py) is rebuilt after it, from every published day.
 """
 
 
@@ -13,20 +16,25 @@ import duckdb
 from assets.daily import for_each_day, user_errors
 from pipelines.partitions import daily_partitions, days_of, single_run
 from pipelines.resources import LedgerResource
+from tokenledger import lake
+from tokenledger.capacity import REVIEW, staged_report_paths
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.faults import failpoint
 from tokenledger.ingest import DayWindow
-from tokenledger.publishing import Staging, publish_files, stage_day, verify_day
+from tokenledger.publishing import EXPORTS, Staging, publish_files, stage_day, verify_day
 from tokenledger.warehouse import refresh_views
+from tokenledger.whatif import TRACES, traces_file
 
-# Every published table of the registry, so a table marked published there is published here.
+# Every published table of the registry, so a table marked published there is published here, and every other step
+# of the day: the review, and the traces table published beside the day tables.
 PUBLISHED_KEYS = [dg.AssetKey(ref.key_path) for ref in PUBLISHED_TABLES]
+UPSTREAM_KEYS = [*PUBLISHED_KEYS, dg.AssetKey(list(REVIEW)), dg.AssetKey(list(TRACES))]
 _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
                            description="The warehouse views could be refreshed (another process holding "
                                        "warehouse.duckdb for writing prevents it).")
 
 
-@dg.asset(key=["publish", "exports"], deps=PUBLISHED_KEYS, partitions_def=daily_partitions,
+@dg.asset(key=["publish", "exports"], deps=UPSTREAM_KEYS, partitions_def=daily_partitions,
           backfill_policy=single_run, group_name="publish", kinds={"parquet", "csv", "duckdb"},
           check_specs=[_VIEWS])
 def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource):
@@ -38,12 +46,15 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
     staging = Staging(layout)
 
     def stage(con: duckdb.DuckDBPyConnection, window: DayWindow, _scratch) -> dict[str, int]:
-        files = stage_day(con, layout, staging, window.day, PUBLISHED_TABLES, CORE_TABLES, context.run_id)
+        files = stage_day(con, layout, staging, window.day, PUBLISHED_TABLES, CORE_TABLES, context.run_id,
+                          reports=staged_report_paths(layout, window.day))
         return {"files_published": len(files), "rows_published": sum(f.rows for f in files if f.path.endswith(
             ".parquet"))}
 
     try:
         result = for_each_day(context, ledger, stage)
+        if (traces := traces_file(layout)).is_file():  # this run's, its contract checked upstream
+            staging.add_link(traces, f"{EXPORTS}/{TRACES[0]}/{TRACES[1]}/{lake.DATA_FILE}")
         with user_errors(f"publishing to {layout.published}"):
             failpoint("publish:staged")
             version = publish_files(layout, staging)

@@ -44,6 +44,7 @@ from tokenledger.trend import TREND, rebuild_trend
 from tokenledger.warehouse import connect, refresh_views
 
 DAY = dt.date(2026, 11, 16)
+TRACES = "infra.cache_whatif_traces"  # published whole: a trace has no day
 TABLES = [*PUBLISHED_TABLES, TREND]
 
 
@@ -172,6 +173,7 @@ def _expected(home: Path) -> dict[str, int]:
     expected |= {ref.qualified: _files_rows(current / "exports" / ref.schema / ref.name, f"day=*/{lake.DATA_FILE}")
                  for ref in PUBLISHED_TABLES}
     expected[TREND.qualified] = _files_rows(current / "exports" / "infra" / "capacity_trend", "*.parquet")
+    expected[TRACES] = _files_rows(current / "exports" / "infra" / "cache_whatif_traces", "*.parquet")
     expected["quality.quarantine_pending"] = _files_rows(home / "lake" / "quality" / "quarantine",
                                                          f"day=*/{lake.DATA_FILE}")
     return expected
@@ -180,7 +182,8 @@ def _expected(home: Path) -> dict[str, int]:
 def _views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, list]]:
     names = [v for (v,) in con.execute("SELECT schema_name || '.' || view_name FROM duckdb_views() "
                                        "WHERE NOT internal ORDER BY 1").fetchall()]
-    return {v: con.execute(f"SELECT count(*), list(DISTINCT day ORDER BY day) FROM {v}").fetchone() for v in names}
+    return {v: con.execute(f"SELECT count(*), {'NULL' if v == TRACES else 'list(DISTINCT day ORDER BY day)'} "
+                           f"FROM {v}").fetchone() for v in names}
 
 
 def _other_home(home: Path, to: Path) -> Path:
@@ -207,7 +210,8 @@ def test_a_copied_home_reads_itself_through_tokenledger_and_plain_duckdb(home: P
     assert not refresh_views(layout).refreshed  # nothing in the views names the original
     expected = _expected(copy)
     assert expected["core.gateway_requests"] > 0
-    assert len(expected) == len(CORE_TABLES) + len(PUBLISHED_TABLES) + 2  # the trend, the pending quarantine
+    # the trend, the traces, the pending quarantine
+    assert len(expected) == len(CORE_TABLES) + len(PUBLISHED_TABLES) + 3
 
     other = _other_home(home, tmp_path / "other")
     monkeypatch.chdir(other)  # tokenledger reads its home wherever it runs, even from inside another home

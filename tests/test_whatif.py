@@ -431,6 +431,19 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
                                         "0.002 GB has no size in blocks")
     # published with the day, in the warehouse's and finance's reach
     assert (home / "exports" / "infra" / "cache_whatif_daily" / "day=2026-11-16" / "data.parquet").is_file()
+    # the traces table too: one dataset of one file, read back by pandas and through the warehouse's view
+    import pandas as pd
+
+    from tokenledger.warehouse import connect
+
+    frame = pd.read_parquet(home / "exports" / "infra" / "cache_whatif_traces")
+    replayed = {s: r["simulated_cached_tokens"] for s, r in trace.items()}
+    assert len(frame) == len(trace) == 5 and set(frame["trace"]) == {"five"}
+    assert frame.set_index("scenario")["simulated_cached_tokens"].dropna().astype(int).to_dict() == {
+        s: n for s, n in replayed.items() if n is not None}
+    with connect(home) as con:
+        assert dict(con.execute("SELECT scenario, simulated_cached_tokens FROM infra.cache_whatif_traces "
+                                "WHERE trace = 'five'").fetchall()) == replayed
 
 
 def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_computes_it() -> None:

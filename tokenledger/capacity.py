@@ -10,7 +10,6 @@ Decisions: docs/decisions.md, "Capacity".
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -27,10 +26,11 @@ from tokenledger.accounting import attach_day, judge_requests, write_table
 from tokenledger.contracts import load_contract
 from tokenledger.duck import literal_path, memory_limit_bytes, register_arrow, run_sql, sql_path, statement, used_params
 from tokenledger.errors import LedgerError
+from tokenledger.faults import failpoint
 from tokenledger.ingest import DayWindow
 from tokenledger.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.paths import HomeLayout
-from tokenledger.publishing import manifest_path, published_days, published_exports
+from tokenledger.publishing import published_days, published_exports
 from tokenledger.queueing import (
     Headroom,
     capacity_shortfall,
@@ -569,43 +569,45 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
 
 # --- the capacity review report ------------------------------------------------------------------------------------
 
-def _published(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str
-               ) -> list[dict[str, Any]]:
-    path = lake.day_file(published_exports(layout), schema, table, window.day)
+def _day_rows(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str
+              ) -> list[dict[str, Any]]:
+    """The day's rows of a published table as this run computed them: the lake file that publication stages as it
+    is (the review is written before the day is published, and published with it)."""
+    path = lake.day_file(layout.lake, schema, table, window.day)
     if not path.is_file():
-        raise LedgerError(f"{schema}.{table} is not published for {window.day} ({path}): the review reports "
-                          "published figures only. Run the whole day (tokenledger run) first.")
-    return _rows(con, f"SELECT * FROM ({published_days('$files')})", {"files": [literal_path(path)]})
+        raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): the review is written from the "
+                          "day's finished tables. Run the whole day (tokenledger run) first.")
+    return _rows(con, "SELECT * FROM read_parquet($file, hive_partitioning = false)", {"file": literal_path(path)})
 
 
 def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
-             columns: str) -> list[dict[str, Any]]:
-    """`columns` of a published table on every published day up to this one (the review's trends)."""
-    files = []
+             columns: str, run_days: frozenset[date]) -> list[dict[str, Any]]:
+    """`columns` of a published table on every day up to this one (the review's trends): this run's days as it
+    computed them (they are published together with the review), every other day as published."""
+    published, computed = [], []
     for path in sorted((published_exports(layout) / schema / table).glob(f"day=*/{lake.DATA_FILE}")):
         try:
-            if date.fromisoformat(path.parent.name.removeprefix("day=")) <= window.day:
-                files.append(path)
+            day = date.fromisoformat(path.parent.name.removeprefix("day="))
         except ValueError:
             continue
-    if not files:
+        if day <= window.day and day not in run_days:
+            published.append(literal_path(path))
+    for day in sorted(d for d in run_days | {window.day} if d <= window.day):
+        if (path := lake.day_file(layout.lake, schema, table, day)).is_file():
+            computed.append(literal_path(path))
+    parts = ([f"SELECT {columns} FROM ({published_days('$published')})"] if published else []) + (
+        [f"SELECT {columns} FROM read_parquet($computed, union_by_name = true, hive_partitioning = false)"]
+        if computed else [])
+    if not parts:
         return []
-    return _rows(con, f"SELECT {columns} FROM ({published_days('$files')}) ORDER BY ALL",
-                 {"files": [literal_path(p) for p in files]})
-
-
-def _published_run(layout: HomeLayout, day: date) -> str | None:
-    """The Dagster run that published the day's files, from the day's manifest (tokenledger/publishing.py)."""
-    try:
-        return json.loads(manifest_path(layout, day).read_text(encoding="utf-8")).get("run_id")
-    except (OSError, ValueError):
-        return None
+    params = {k: v for k, v in (("published", published), ("computed", computed)) if v}
+    return _rows(con, " UNION ALL BY NAME ".join(parts) + " ORDER BY ALL", params)
 
 
 def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                  run_id: str | None = None) -> Review:
-    """The published rows of the day (and the cost and peak history up to it) and the SLO policy they were judged
-    by; `run_id` is the run writing the review."""
+                  run_id: str | None = None, run_days: frozenset[date] = frozenset()) -> Review:
+    """The day's tables as they will be published (and the cost and peak history up to the day) and the SLO policy
+    they were judged by; `run_id` is the run writing the review and publishing the day, `run_days` its days."""
     judge_requests(con, layout, window)
     policy = {r["model"]: {**r, "isl_buckets": []} for r in _rows(con, "SELECT * FROM day_slo_policy")}
     for bucket in _rows(con, "SELECT model, isl_bucket, ttft_limit_ms FROM day_slo_isl_bucket "
@@ -617,30 +619,42 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
              "arg_max(cache_policy, in_force_to) AS cache_policy FROM day_deployments GROUP BY deployment_id")}
     return Review(
         day=window.day,
-        capacity=_published(con, layout, window, "infra", "capacity_daily"),
-        plan=_published(con, layout, window, "infra", "capacity_plan_daily"),
-        load=_published(con, layout, window, "infra", "load_hourly"),
-        slo=_published(con, layout, window, "infra", "slo_daily"),
+        capacity=_day_rows(con, layout, window, "infra", "capacity_daily"),
+        plan=_day_rows(con, layout, window, "infra", "capacity_plan_daily"),
+        load=_day_rows(con, layout, window, "infra", "load_hourly"),
+        slo=_day_rows(con, layout, window, "infra", "slo_daily"),
         cost_history=_history(con, layout, window, "finance", "cost_per_mtok_daily",
                               "day, model, deployment_id, currency, cost_per_mtok_goodput, cost_total, "
-                              "compliant_output_tokens"),
+                              "compliant_output_tokens", run_days),
         policy=policy,
         deployments=deployments,
-        tokens=_published(con, layout, window, "infra", "token_split_daily"),
-        slo_hourly=_published(con, layout, window, "infra", "slo_hourly"),
-        goodput=_published(con, layout, window, "infra", "goodput_hourly"),
+        tokens=_day_rows(con, layout, window, "infra", "token_split_daily"),
+        slo_hourly=_day_rows(con, layout, window, "infra", "slo_hourly"),
+        goodput=_day_rows(con, layout, window, "infra", "goodput_hourly"),
         plan_history=_history(con, layout, window, "infra", "capacity_plan_daily",
-                              "day, model, deployment_id, peak_output_token_rate"),
-        whatif=_published(con, layout, window, "infra", "cache_whatif_daily"),
+                              "day, model, deployment_id, peak_output_token_rate", run_days),
+        whatif=_day_rows(con, layout, window, "infra", "cache_whatif_daily"),
         run_id=run_id,
-        published_run_id=_published_run(layout, window.day),
+        published_run_id=run_id,
     )
 
 
+REVIEW = ("reports", "capacity_review")
+
+
 def report_paths(layout: HomeLayout, day: date) -> tuple[Path, Path]:
-    """reports/capacity-review-YYYY-MM-DD.html and .md."""
+    """reports/capacity-review-YYYY-MM-DD.html and .md: the published review (reports/ shows the current
+    version's, tokenledger/publishing.py)."""
     stem = layout.reports / f"capacity-review-{day.isoformat()}"
     return stem.with_suffix(".html"), stem.with_suffix(".md")
+
+
+def staged_report_paths(layout: HomeLayout, day: date) -> tuple[Path, Path]:
+    """Where the review of a day is written before publication: lake/reports/capacity_review/day=YYYY-MM-DD/, the
+    files publication links into the version as reports/capacity-review-YYYY-MM-DD.html and .md."""
+    folder = lake.day_dir(layout.lake, *REVIEW, day)
+    published = report_paths(layout, day)
+    return folder / published[0].name, folder / published[1].name
 
 
 def _write_text_atomically(target: Path, text: str) -> None:
@@ -654,10 +668,13 @@ def _write_text_atomically(target: Path, text: str) -> None:
 
 
 def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                          run_id: str | None = None) -> dict[str, Any]:
-    """Write the day's capacity review, HTML and Markdown, each to a temporary name renamed into place."""
-    review = review_of_day(con, layout, window, run_id)
-    html_path, md_path = report_paths(layout, window.day)
-    _write_text_atomically(html_path, render_html(review))
-    _write_text_atomically(md_path, render_markdown(review))
-    return {"deployments": len(review.capacity), "report": str(html_path)}
+                          run_id: str | None = None, run_days: frozenset[date] = frozenset()) -> dict[str, Any]:
+    """Write the day's capacity review, HTML and Markdown, into the lake (each to a temporary name renamed into
+    place); publication takes them into the published version with the day's tables."""
+    review = review_of_day(con, layout, window, run_id, run_days)
+    html, markdown = render_html(review), render_markdown(review)
+    failpoint("review:rendered")
+    html_path, md_path = staged_report_paths(layout, window.day)
+    _write_text_atomically(html_path, html)
+    _write_text_atomically(md_path, markdown)
+    return {"deployments": len(review.capacity), "report": str(report_paths(layout, window.day)[0])}

@@ -5,6 +5,9 @@ there: no cleanup, no `finally`, exactly what an operator's kill or an out-of-me
 production), a failpoint is one dictionary lookup. The points are where a kill could leave a mixed or orphaned
 state: tests/test_faults.py kills a run at each and checks that what readers see is unchanged and that the next
 run completes.
+
+`TOKENLEDGER_FAILPOINT=<name>:raise` raises FailpointError there instead: a step that fails the way a bug fails it
+(an exception with a traceback), for the tests of what a failed step leaves published.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ import signal
 VARIABLE = "TOKENLEDGER_FAILPOINT"
 
 
+class FailpointError(RuntimeError):
+    """Raised at a failpoint named with `:raise`."""
+
+
 def failpoint(name: str) -> None:
-    """Kill this process now if the environment names this point."""
-    if os.environ.get(VARIABLE) == name:
+    """Kill this process now if the environment names this point (raise FailpointError for `<name>:raise`)."""
+    wanted = os.environ.get(VARIABLE)
+    if wanted is None:
+        return
+    if wanted == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    if wanted == f"{name}:raise":
+        raise FailpointError(f"failpoint {name} reached ({VARIABLE}={wanted})")

@@ -5,6 +5,7 @@ The published state is a tree of versions in the home:
     .published/current -> v000042          the one switch: a symlink, replaced by a rename
     .published/v000042/exports/...         what exports/ shows (exports is a symlink to .published/current/exports)
     .published/v000042/lake/core/...       the core tables of the published days (the warehouse's core views)
+    .published/v000042/reports/...         what reports/ shows: each published day's capacity review (a symlink too)
 
 A new version is built beside the current one: every file that does not change is a hard link to the current
 version's (no data is copied), the run's new files are moved in from its staging folder, and `current` is then
@@ -53,6 +54,7 @@ from tokenledger.paths import HomeLayout
 
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
+REPORTS = "reports"
 CSV = "csv"
 # Manifests of days published as datasets say so; a day without it is restaged by the next publication.
 DATASET_LAYOUT = 2
@@ -203,11 +205,13 @@ def _without_day(con: duckdb.DuckDBPyConnection, source: Path) -> str:
 
 
 def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Staging, day: date,
-              published: Sequence[TableRef], core: Sequence[TableRef], run_id: str) -> list[PublishedFile]:
+              published: Sequence[TableRef], core: Sequence[TableRef], run_id: str,
+              reports: Sequence[Path] = ()) -> list[PublishedFile]:
     """Stage the day's published tables (their lake files without `day`, finance also as CSV with it), its core
-    tables and its manifest."""
+    tables, its `reports` (finished files, published under reports/ by their names) and its manifest."""
     missing = [ref.qualified for ref in (*published, *core)
                if not lake.day_file(layout.lake, ref.schema, ref.name, day).is_file()]
+    missing += [str(path) for path in reports if not path.is_file()]
     if missing:
         raise LedgerError(f"{', '.join(missing)} has no file for {day} in {layout.lake}: materialize that day's "
                           "upstream assets first. Nothing of the day was published.")
@@ -225,12 +229,15 @@ def stage_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, staging: Stagi
     for ref in core:
         source = lake.day_file(layout.lake, ref.schema, ref.name, day)
         staging.add_link(source, f"{LAKE}/{lake.day_file(Path(), ref.schema, ref.name, day)}")
+    for path in reports:
+        staging.add_link(path, f"{REPORTS}/{path.name}")
     manifest = {
         "day": day.isoformat(),
         "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "run_id": run_id,
         "layout": DATASET_LAYOUT,
         "files": [{"table": f.table, "path": f.path, "rows": f.rows, "sha256": f.sha256} for f in files],
+        "reports": [{"path": path.name, "sha256": _sha256(path)} for path in reports],
     }
     staging.add_text(json.dumps(manifest, indent=2) + "\n", f"{EXPORTS}/{manifest_name(day)}")
     return files
@@ -266,37 +273,40 @@ def _files_of(root: Path) -> Iterator[Path]:
             yield Path(folder) / name
 
 
-def _legacy_exports(layout: HomeLayout) -> Path | None:
-    """An exports folder written before versions existed (a real folder, or a symlink not into .published)."""
-    exports = layout.exports
-    if exports.is_symlink():
-        target = Path(os.path.realpath(exports))
+def _pointers(layout: HomeLayout) -> dict[str, Path]:
+    """The folders readers open, each a symlink to its part of the current version: exports/ and reports/."""
+    return {EXPORTS: layout.exports, REPORTS: layout.reports}
+
+
+def _legacy(layout: HomeLayout, folder: Path) -> Path | None:
+    """A folder written before versions existed (a real folder, or a symlink not into .published)."""
+    if folder.is_symlink():
+        target = Path(os.path.realpath(folder))
         return None if layout.published.resolve() in target.parents else target
-    return exports if exports.is_dir() else None
+    return folder if folder.is_dir() else None
 
 
-def _point_exports(layout: HomeLayout) -> None:
-    """Make exports/ a symlink to .published/current/exports (relative when it sits inside the home)."""
-    exports = layout.exports
-    target = layout.published / CURRENT / EXPORTS
+def _point(layout: HomeLayout, name: str, folder: Path) -> None:
+    """Make `folder` a symlink to .published/current/<name> (relative when it sits inside the home)."""
+    target = layout.published / CURRENT / name
     try:
-        relative_ok = exports.parent.resolve().is_relative_to(layout.home.resolve())
+        relative_ok = folder.parent.resolve().is_relative_to(layout.home.resolve())
     except OSError:
         relative_ok = False
     # Never resolved through `current`: the link must follow every switch, not pin today's version.
-    pointer = (os.path.relpath(target, exports.parent) if relative_ok
-               else str(layout.published.resolve() / CURRENT / EXPORTS))
-    if exports.is_symlink() and os.readlink(exports) == pointer:
+    pointer = (os.path.relpath(target, folder.parent) if relative_ok
+               else str(layout.published.resolve() / CURRENT / name))
+    if folder.is_symlink() and os.readlink(folder) == pointer:
         return
-    exports.parent.mkdir(parents=True, exist_ok=True)
-    if exports.exists() and not exports.is_symlink():
-        # An exports folder of an earlier layout: its files are already linked into the new version.
-        parked = layout.published / f"legacy-exports-{uuid.uuid4().hex[:8]}"
-        os.rename(exports, parked)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_symlink():
+        # A folder of an earlier layout: its files are already linked into the new version.
+        parked = layout.published / f"legacy-{name}-{uuid.uuid4().hex[:8]}"
+        os.rename(folder, parked)
         shutil.rmtree(parked, ignore_errors=True)
-    tmp = exports.with_name(f".{exports.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = folder.with_name(f".{folder.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
     os.symlink(pointer, tmp)
-    os.replace(tmp, exports)
+    os.replace(tmp, folder)
 
 
 def publish_files(layout: HomeLayout, staging: Staging) -> Path:
@@ -314,13 +324,13 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
             shutil.rmtree(new)
         new.mkdir()
         bases = [current] if current else []
-        legacy = _legacy_exports(layout)
         sources: dict[str, Path] = {}
         for base in bases:
             sources.update({str(f.relative_to(base)): f for f in _files_of(base)})
-        if legacy:
-            sources.update({f"{EXPORTS}/{f.relative_to(legacy)}": f for f in _files_of(legacy)
-                            if not f.name.endswith(".tmp") and not f.name.startswith(".")})
+        for name, folder in _pointers(layout).items():
+            if legacy := _legacy(layout, folder):
+                sources.update({f"{name}/{f.relative_to(legacy)}": f for f in _files_of(legacy)
+                                if not f.name.endswith(".tmp") and not f.name.startswith(".")})
         for relative in staging.files:
             sources.pop(relative, None)
         _restage_earlier_layout(sources, staging)
@@ -337,7 +347,8 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
                 os.replace(staged, target)
             else:
                 _link_or_copy(staged, target)
-        (new / EXPORTS).mkdir(exist_ok=True)
+        for name in _pointers(layout):
+            (new / name).mkdir(exist_ok=True)
         switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
         os.symlink(new.name, switch)
         if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
@@ -349,7 +360,8 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
         failpoint("publish:before-switch")
         os.replace(switch, root / CURRENT)
         failpoint("publish:after-switch")
-        _point_exports(layout)
+        for name, folder in _pointers(layout).items():
+            _point(layout, name, folder)
         _collect(layout, new, current)
     staging.discard()
     return new
@@ -416,8 +428,11 @@ def verify_day(layout: HomeLayout, day: date) -> list[str]:
     if not path.is_file():
         return [f"no manifest for {day}"]
     problems = []
-    for entry in json.loads(path.read_text())["files"]:
-        file = exports / entry["path"]
+    manifest = json.loads(path.read_text())
+    entries = [(exports / e["path"], e) for e in manifest["files"]]
+    entries += [(exports.parent / REPORTS / e["path"], {**e, "path": f"{REPORTS}/{e['path']}"})
+                for e in manifest.get("reports", [])]
+    for file, entry in entries:
         if not file.is_file():
             problems.append(f"{entry['path']} is missing")
         elif _sha256(file) != entry["sha256"]:

@@ -166,8 +166,10 @@ def _view(ref: TableRef, pattern: str, marker: str, day_in_path: bool = False) -
 
 
 def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
-    """(view, CREATE statement) for every table that has a published day (and the trend, the pending quarantine)."""
+    """(view, CREATE statement) for every table that has a published day (and the tables published whole: the
+    trend and the what-if's traces; the pending quarantine)."""
     from tokenledger.trend import TREND
+    from tokenledger.whatif import TRACES
 
     marker = home_marker(layout)
     current = layout.published / CURRENT
@@ -183,9 +185,10 @@ def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
             statements.append((ref.qualified, _view(
                 ref, f"{relative_current}/{EXPORTS}/{ref.schema}/{ref.name}/day=*/{lake.DATA_FILE}", marker,
                 day_in_path=True)))
-    if (current / EXPORTS / TREND.schema / TREND.name / lake.DATA_FILE).is_file():
-        statements.append((TREND.qualified, _view(
-            TREND, f"{relative_current}/{EXPORTS}/{TREND.schema}/{TREND.name}/*.parquet", marker)))
+    for whole in (TREND, TableRef(*TRACES)):
+        if (current / EXPORTS / whole.schema / whole.name / lake.DATA_FILE).is_file():
+            statements.append((whole.qualified, _view(
+                whole, f"{relative_current}/{EXPORTS}/{whole.schema}/{whole.name}/*.parquet", marker)))
     if _has_days(layout.lake / "quality" / "quarantine"):
         statements.append((PENDING_QUARANTINE.qualified, _view(
             PENDING_QUARANTINE, f"{layout.lake.name}/quality/quarantine/day=*/{lake.DATA_FILE}", marker)))
