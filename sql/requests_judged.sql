@@ -19,6 +19,7 @@ SELECT
     coalesce(r.cache_write_tokens, 0) AS cache_write_tokens,
     coalesce(r.cache_write_1h_tokens, 0) AS cache_write_1h_tokens,
     r.output_tokens,
+    r.reasoning_tokens,
     r.source_cost,
     r.ttft_ms,
     r.e2e_ms,

@@ -22,7 +22,8 @@ tenants AS (
         sum(input_recomputed)::BIGINT AS input_recomputed,
         sum(input_cache_write)::BIGINT AS input_cache_write,
         sum(input_cache_write_1h)::BIGINT AS input_cache_write_1h,
-        sum(output_produced)::BIGINT AS output_tokens
+        sum(output_produced)::BIGINT AS output_tokens,
+        sum(reasoning_produced)::BIGINT AS reasoning_tokens  -- within output_tokens; NULL: none reports it
     FROM day_usage
     GROUP BY tenant_id, model
 ),
@@ -59,6 +60,7 @@ SELECT
               ELSE rounded_cost END AS DECIMAL(38, 12)) AS cost,
     currency,
     price_version,
-    input_cache_write
+    input_cache_write,
+    reasoning_tokens
 FROM shares
 ORDER BY model, currency, tenant_id

@@ -40,7 +40,8 @@ figures AS (
         coalesce(sum(u.input_cached), 0)::BIGINT AS input_cached,
         coalesce(sum(u.input_recomputed), 0)::BIGINT AS input_recomputed,
         coalesce(sum(u.input_cache_write), 0)::BIGINT AS input_cache_write,
-        coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens
+        coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens,
+        sum(u.reasoning_tokens)::BIGINT AS reasoning_tokens  -- NULL: no request reports it
     FROM models AS m
     LEFT JOIN day_usage AS u ON u.model = m.model
     GROUP BY m.model
@@ -73,7 +74,8 @@ SELECT
          THEN (w.n * w.sxy - w.sx * w.sy)::DOUBLE
               / sqrt((w.n * w.sxx - w.sx * w.sx)::DOUBLE * (w.n * w.syy - w.sy * w.sy)::DOUBLE) END
         AS isl_osl_correlation,
-    input_cache_write
+    input_cache_write,
+    reasoning_tokens
 FROM figures
 LEFT JOIN workload AS w USING (model)
 ORDER BY model

@@ -16,7 +16,8 @@ figures AS (
         coalesce(sum(u.input_total), 0)::BIGINT AS input_total,
         coalesce(sum(u.input_cached), 0)::BIGINT AS input_cached,
         coalesce(sum(u.input_recomputed), 0)::BIGINT AS input_recomputed,
-        coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens
+        coalesce(sum(u.output_tokens), 0)::BIGINT AS output_tokens,
+        sum(u.reasoning_tokens)::BIGINT AS reasoning_tokens  -- NULL: no request reports it
     FROM models AS m
     CROSS JOIN hours AS h
     LEFT JOIN day_usage AS u ON u.model = m.model AND u.hour = h.hour
@@ -33,6 +34,7 @@ SELECT
     input_cached / nullif(input_total, 0) AS cache_hit_ratio,
     input_total / nullif(input_recomputed, 0) AS input_overstatement,
     output_tokens,
-    input_total / nullif(output_tokens, 0) AS input_output_ratio
+    input_total / nullif(output_tokens, 0) AS input_output_ratio,
+    reasoning_tokens
 FROM figures
 ORDER BY model, hour

@@ -1,6 +1,7 @@
 -- core.usage_hourly: the usage cube of the UTC day, one row per (hour, model, deployment_id, tenant_id,
 -- isl_bucket) that had requests. Counts by outcome, the three input figures and output over reached requests,
--- output produced (successful) and compliant output (spec/metrics.md, sections 1-3).
+-- output produced (successful) and compliant output (spec/metrics.md, sections 1-3), and the reasoning tokens
+-- within output and within output produced where the sources report them.
 SELECT
     $day::DATE AS day,
     hour,
@@ -30,7 +31,11 @@ SELECT
     count(*) FILTER (WHERE is_success AND session_id IS NOT NULL) AS session_requests,
     coalesce(sum(output_tokens) FILTER (WHERE is_success AND session_id IS NOT NULL), 0)::BIGINT
         AS session_output_tokens,
-    sum(source_cost) AS source_cost
+    sum(source_cost) AS source_cost,
+    -- reasoning is a part of output, never added to it; NULL where no request of the group reports it (a source
+    -- without such a field), not 0
+    sum(reasoning_tokens) FILTER (WHERE is_reached)::BIGINT AS reasoning_tokens,
+    sum(reasoning_tokens) FILTER (WHERE is_success)::BIGINT AS reasoning_produced
 FROM requests_judged
 GROUP BY hour, model, deployment_id, tenant_id, isl_bucket
 ORDER BY hour, model, deployment_id, tenant_id, isl_bucket
