@@ -20,7 +20,6 @@ import dagster as dg
 from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
 from tokenledger import lake
-from tokenledger.adapters import NOT_A_REQUEST
 from tokenledger.catalog import TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.cost import unbalanced_rows
@@ -134,14 +133,16 @@ def contract_results(context: dg.AssetExecutionContext, ledger: LedgerResource, 
 
 
 @table_check(_RECONCILIATION, blocking=True,
-             description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged.")
+             description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged "
+                         "+ records skipped as not requests.")
 def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: LedgerResource
                                    ) -> dg.AssetCheckResult:
     files = _day_files(ledger, "quality", "ingest_reconciliation_daily", context)
     broken = query_files(
-        "SELECT day, source, rows_read, rows_accepted, rows_quarantined, duplicates_merged FROM read_parquet($f) "
-        "WHERE NOT balanced ORDER BY day, source", {"f": files})
-    examples = [f"{d} {s}: read {r} != accepted {a} + quarantined {q} + merged {m}" for d, s, r, a, q, m in broken]
+        "SELECT day, source, rows_read, rows_accepted, rows_quarantined, duplicates_merged, skipped_not_request "
+        "FROM read_parquet($f) WHERE NOT balanced ORDER BY day, source", {"f": files})
+    examples = [f"{d} {s}: read {r} != accepted {a} + quarantined {q} + merged {m} + skipped {k}"
+                for d, s, r, a, q, m, k in broken]
     return dg.AssetCheckResult(
         passed=not broken,
         description=("quality.ingest_reconciliation_daily does not balance: " + "; ".join(examples[:5])
@@ -151,25 +152,21 @@ def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: Le
 
 
 def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionContext) -> list[tuple]:
-    """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
-    how many of the quarantined rows are not request records (tokenledger.adapters.NOT_A_REQUEST)."""
+    """Per day and source: rows read, rows quarantined and the commonest reasons (field: rule, without values).
+    Records skipped as not requests are in neither: nothing is wrong with them."""
     return query_files(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
         # 'field: rule' reasons count by field; the others (a line that is not JSON) by their text before '('.
-        "q AS (SELECT day, source, CASE WHEN starts_with(reason, $not_request) THEN $not_request "
-        "      WHEN regexp_matches(reason, '^\\w+:') "
+        "q AS (SELECT day, source, CASE WHEN regexp_matches(reason, '^\\w+:') "
         "      THEN regexp_extract(reason, '^(\\w+):', 1) ELSE trim(regexp_replace(reason, '\\(.*', '')) END "
         "      AS field, count(*) AS n "
         "      FROM read_parquet($quarantine) GROUP BY ALL) "
         "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
         "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC, field) FROM q "
-        "        WHERE q.day = r.day AND q.source = r.source), "
-        "       (SELECT coalesce(sum(n), 0) FROM q WHERE q.day = r.day AND q.source = r.source "
-        "        AND q.field = $not_request) "
+        "        WHERE q.day = r.day AND q.source = r.source) "
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
-         "quarantine": _day_files(ledger, "quality", "quarantine", context),
-         "not_request": NOT_A_REQUEST})
+         "quarantine": _day_files(ledger, "quality", "quarantine", context)})
 
 
 @table_check(_RECONCILIATION, blocking=True, additional_deps=("quality.quarantine",),
@@ -179,11 +176,8 @@ def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: Ledge
                                 ) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
     limit = ledger.max_quarantine_share
-    # Records a source writes beside its requests (Claude Code's prompts) are quarantined to be counted, not held
-    # against the limit: they are not requests that failed to be read.
-    over = [(d, s, read, quarantined - not_requests, reasons)
-            for d, s, read, quarantined, reasons, not_requests in rows
-            if read and (quarantined - not_requests) / read > limit]
+    over = [(d, s, read, quarantined, reasons) for d, s, read, quarantined, reasons in rows
+            if read and quarantined / read > limit]
     examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}"
                 for d, s, r, q, reasons in over]
     return dg.AssetCheckResult(
@@ -202,12 +196,27 @@ def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: Ledge
              description="Warns when any row was quarantined, with the count per source and field.")
 def quarantine_empty(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
-    found = [(d, s, q, reasons) for d, s, _read, q, reasons, _not_requests in rows if q]
+    found = [(d, s, q, reasons) for d, s, _read, q, reasons in rows if q]
     return dg.AssetCheckResult(
         passed=not found, severity=dg.AssetCheckSeverity.WARN,
         description=("; ".join(f"{d} {s}: {q:,} row(s) quarantined ({reasons})" for d, s, q, reasons in found)
                      if found else "no row quarantined"),
         metadata={"rows_quarantined": sum(q for *_, q, _ in found)},
+    )
+
+
+@table_check(_RECONCILIATION, blocking=False,
+             description="Warns when a source's own totals disagree with its rows (a Codex session whose turns do "
+                         "not add up to its last total_token_usage), naming the file.")
+def source_totals_agree(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    noted = query_files("SELECT day, source, notes FROM read_parquet($f, union_by_name = true) "
+                        "WHERE notes IS NOT NULL ORDER BY day, source",
+                        {"f": _day_files(ledger, "quality", "ingest_reconciliation_daily", context)})
+    return dg.AssetCheckResult(
+        passed=not noted, severity=dg.AssetCheckSeverity.WARN,
+        description=("; ".join(f"{d} {s}: {n}" for d, s, n in noted) if noted
+                     else "every source's own totals agree with its rows"),
+        metadata={"sources_with_notes": len(noted)},
     )
 
 

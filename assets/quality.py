@@ -32,8 +32,9 @@ def quarantine(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
 
 @table_asset("quality.ingest_reconciliation_daily")
 def ingest_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """Per day and source: rows read = rows accepted + rows quarantined + duplicates merged.
+    """Per day and source: rows read = rows accepted + rows quarantined + duplicates merged + records skipped as
+    not requests (skipped_not_request), with notes where a source's own totals disagree with its rows.
 
-    Grain: day x source (gateway, billing, deployments).
+    Grain: day x source (gateway, the adapters' folders, billing, deployments).
     """
     return for_each_day(context, ledger, _gather(ledger, "ingest_reconciliation_daily", "ingest_reconciliation"))

@@ -41,6 +41,8 @@ WITH r AS (
 SELECT
     source_line,
     line_problem,
+    not_request,
+    NULL::VARCHAR AS source_note,
     CASE
         WHEN line_problem IS NOT NULL THEN NULL
         WHEN not_request AND coalesce(isApiErrorMessage, false)

@@ -11,6 +11,8 @@ WITH r AS (
 SELECT
     source_line,
     line_problem,
+    false AS not_request,
+    NULL::VARCHAR AS source_note,
     reason AS source_reason,
     raw AS source_raw,
     request_id AS request_id__text, 'string' AS request_id__kind,

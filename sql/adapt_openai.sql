@@ -59,6 +59,8 @@ WITH r AS (
 SELECT
     source_line,
     line_problem,
+    false AS not_request,
+    NULL::VARCHAR AS source_note,
     source_reason,
     raw AS source_raw,
     id AS request_id__text, 'string' AS request_id__kind,

@@ -1,6 +1,7 @@
--- Per request source of the day: rows read, accepted, quarantined and duplicates merged, each counted on its own
--- (read and quarantined from the checked rows, accepted from the core.gateway_requests file just written, merged
--- as the valid copies of a request id that were not kept), so that a source that does not balance shows.
+-- Per request source of the day: rows read, accepted, quarantined, duplicates merged and records skipped as not
+-- requests, each counted on its own (read, quarantined and skipped from the checked rows, accepted from the
+-- core.gateway_requests file just written, merged as the valid copies of a request id that were not kept), so that
+-- a source that does not balance shows; and the notes its files' own totals gave (source_note), one per file.
 -- $sources: the sources to report (the canonical gateway always, an adapter when its folder exists).
 WITH sources AS (
     SELECT unnest($sources::VARCHAR[]) AS source
@@ -8,7 +9,9 @@ WITH sources AS (
     SELECT
         c.source,
         count(*) AS rows_read,
-        count(*) FILTER (WHERE c.reason IS NOT NULL) AS rows_quarantined,
+        count(*) FILTER (WHERE c.reason IS NOT NULL AND NOT c.skipped) AS rows_quarantined,
+        count(*) FILTER (WHERE c.skipped) AS skipped_not_request,
+        string_agg(DISTINCT c.source_note, '; ' ORDER BY c.source_note) AS notes,
         count(*) FILTER (WHERE c.reason IS NULL AND d.request_id IS NOT NULL
                            AND NOT (c.file_index = d.kept.file_index AND c.source_line = d.kept.source_line))
             AS duplicates_merged
@@ -23,7 +26,9 @@ SELECT
     coalesce(c.rows_read, 0) AS rows_read,
     coalesce(a.rows_accepted, 0) AS rows_accepted,
     coalesce(c.rows_quarantined, 0) AS rows_quarantined,
-    coalesce(c.duplicates_merged, 0) AS duplicates_merged
+    coalesce(c.duplicates_merged, 0) AS duplicates_merged,
+    coalesce(c.skipped_not_request, 0) AS skipped_not_request,
+    c.notes
 FROM sources AS s
 LEFT JOIN checked AS c USING (source)
 LEFT JOIN accepted AS a USING (source)

@@ -1,4 +1,5 @@
--- quality.ingest_reconciliation_daily: per day and source, rows read = accepted + quarantined + duplicates merged.
+-- quality.ingest_reconciliation_daily: per day and source, rows read = accepted + quarantined + duplicates merged +
+-- records skipped as not requests; notes: what a source's own totals say that its rows do not.
 SELECT
     day,
     source,
@@ -6,6 +7,9 @@ SELECT
     rows_accepted,
     rows_quarantined,
     duplicates_merged,
-    rows_read = rows_accepted + rows_quarantined + duplicates_merged AS balanced
+    -- a part written before the column existed skipped nothing
+    coalesce(skipped_not_request, 0) AS skipped_not_request,
+    rows_read = rows_accepted + rows_quarantined + duplicates_merged + coalesce(skipped_not_request, 0) AS balanced,
+    notes
 FROM read_parquet($files, union_by_name = true)
 ORDER BY source

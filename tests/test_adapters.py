@@ -275,9 +275,11 @@ def _quarantined(home: Path, source: str, day: str = DAY) -> dict[tuple[str, int
             for r in rows(home, "quality", "quarantine", day, where=f"source = '{source}'")}
 
 
-def _recon(home: Path, source: str, day: str = DAY) -> tuple[int, int, int, int, bool]:
+def _recon(home: Path, source: str, day: str = DAY) -> tuple[int, int, int, int, int, bool]:
+    """Rows read, accepted, quarantined, merged, skipped as not requests, and whether they balance."""
     r = rows(home, "quality", "ingest_reconciliation_daily", day, where=f"source = '{source}'")[0]
-    return r["rows_read"], r["rows_accepted"], r["rows_quarantined"], r["duplicates_merged"], r["balanced"]
+    return (r["rows_read"], r["rows_accepted"], r["rows_quarantined"], r["duplicates_merged"],
+            r["skipped_not_request"], r["balanced"])
 
 
 def _figures(r: dict[str, Any]) -> tuple:
@@ -326,7 +328,7 @@ def test_litellm_spend_logs(landed: tuple[Path, Any]) -> None:
     assert _quarantined(home, "litellm") == {
         ("spend_logs.jsonl", 8): "completion_tokens: -5 is below the minimum 0"}
     # 9 JSON lines + 2 CSV rows = 11 read: 9 accepted, line 8 quarantined, line 9 (a copy of line 1) merged.
-    assert _recon(home, "litellm") == (11, 9, 1, 1, True)
+    assert _recon(home, "litellm") == (11, 9, 1, 1, 0, True)
 
 
 def test_openai_responses(landed: tuple[Path, Any]) -> None:
@@ -356,7 +358,7 @@ def test_openai_responses(landed: tuple[Path, Any]) -> None:
     }
     # 13 lines: 7 requests accepted, lines 12-13 quarantined, 3 chunks of chatcmpl-O3 and the resp_O6 snapshot
     # merged into their final copies.
-    assert _recon(home, "openai") == (13, 7, 2, 4, True)
+    assert _recon(home, "openai") == (13, 7, 2, 4, 0, True)
 
 
 def test_anthropic_messages_and_claude_code_sessions(landed: tuple[Path, Any]) -> None:
@@ -374,23 +376,17 @@ def test_anthropic_messages_and_claude_code_sessions(landed: tuple[Path, Any]) -
     assert _figures(got["msg_C2"]) == (62424, 62420, 4, 0, 90, None)
     assert {got[m]["session_id"] for m in ("msg_C1", "msg_C2")} == {"d25fe96c-sess-1"}
     assert {(r["status"], r["latency_measured"], r["ttft_ms"]) for r in got.values()} == {("ok", False, None)}
-    not_a_request = ("not a request record: type {} is a record Claude Code writes beside the model's replies "
-                     "(only assistant records and Messages are requests); counted here, never accounted")
+    # Records Claude Code writes beside its replies by design (prompts, tool results, a summary, a rate-limit
+    # notice) are skipped, not quarantined: only the two bad lines are.
     assert _quarantined(home, "anthropic") == {
         ("messages.jsonl", 4): "type: error: an error body (error.type overloaded_error) has no model, message id "
                                "or usage to account the failed call by",
         ("messages.jsonl", 5): "timestamp: missing: a Message carries no time of its own; log the time its response "
                                "arrived beside it as timestamp (ISO 8601 or Unix seconds)",
-        ("d25fe96c-sess-1.jsonl.gz", 1): not_a_request.format("user"),
-        ("d25fe96c-sess-1.jsonl.gz", 5): not_a_request.format("user"),
-        ("d25fe96c-sess-1.jsonl.gz", 8): not_a_request.format("summary"),
-        ("d25fe96c-sess-1.jsonl.gz", 9): "not a request record: isApiErrorMessage is true: Claude Code's notice that "
-                                         "a call failed, with no model, message id or usage of its own; counted "
-                                         "here, never accounted",
     }
-    # 5 message lines + 9 session lines = 14 read: 5 accepted, 6 quarantined (2 bad, 4 not requests), and 3 merged:
-    # msg_C1's two earlier records, msg_C2's sidechain replay.
-    assert _recon(home, "anthropic") == (14, 5, 6, 3, True)
+    # 5 message lines + 9 session lines = 14 read: 5 accepted, 2 quarantined, 3 merged (msg_C1's two earlier
+    # records, msg_C2's sidechain replay) and 4 skipped: lines 1 and 5 (user), 8 (summary), 9 (isApiErrorMessage).
+    assert _recon(home, "anthropic") == (14, 5, 2, 3, 4, True)
 
 
 def test_repeated_records_total_the_same_as_the_final_records_alone(landed: tuple[Path, Any]) -> None:
@@ -404,27 +400,27 @@ def test_repeated_records_total_the_same_as_the_final_records_alone(landed: tupl
 
     # 3 requests: 120 + 62422 + 62424 input, 64 + 61608 + 62420 cached, 812 writes, 40 + 211 + 90 output.
     assert totals(DAY) == totals(DAY2) == (3, 124966, 124092, 812, 341)
-    assert _recon(home, "anthropic", DAY2) == (5, 2, 3, 0, True)  # the 3 quarantined: 2 prompts and a summary
-    assert _recon(home, "openai", DAY2) == (1, 1, 0, 0, True)
+    assert _recon(home, "anthropic", DAY2) == (5, 2, 0, 0, 3, True)  # the 3 skipped: 2 prompts and a summary
+    assert _recon(home, "openai", DAY2) == (1, 1, 0, 0, 0, True)
 
 
-def test_records_that_are_not_requests_are_not_held_against_the_tolerance(landed: tuple[Path, Any]) -> None:
+def test_records_that_are_not_requests_are_neither_quarantined_nor_held_against_the_tolerance(
+        landed: tuple[Path, Any]) -> None:
     _, result = landed
     checks = {e.event_specific_data.asset_check_key.name: e.event_specific_data for e in result.all_events
               if e.event_type_value == "ASSET_CHECK_EVALUATION"}
     assert checks["ingest_reconciliation_balanced"].passed
     tolerance = checks["quarantine_within_tolerance"]
     # On the 16th each format quarantines real failures on purpose, far above 0.1%; the anthropic source is held
-    # to its 2 bad lines of 14, its 4 records that are not requests are not counted. The 17th quarantines only
-    # records that are not requests: within the tolerance.
+    # to its 2 bad lines of 14, its 4 records that are not requests are skipped. The 17th quarantines nothing.
     assert not tolerance.passed
     assert "2026-11-16 anthropic: 2 of 14 rows (14.29%) quarantined" in tolerance.description
     assert "2026-11-16 litellm: 1 of 11 rows" in tolerance.description
     assert "2026-11-16 openai: 2 of 13 rows" in tolerance.description
     assert "2026-11-17" not in tolerance.description
-    # The warning still lists every quarantined row, those that are not requests included.
+    # The warning lists the quarantined rows only: the 17th's prompts and summary are not among them.
     warning = checks["quarantine_empty"].description
-    assert "2026-11-17 anthropic: 3 row(s) quarantined (not a request record 3)" in warning
+    assert "2026-11-16 anthropic: 2 row(s) quarantined" in warning and "2026-11-17" not in warning
 
 
 def test_prompt_and_reply_text_are_never_stored(landed: tuple[Path, Any]) -> None:
@@ -439,12 +435,16 @@ def test_every_adapter_maps_every_canonical_field_and_is_a_known_source() -> Non
         doc = yaml.safe_load((CONTRACTS_DIR / f"{contract}.odcs.yaml").read_text())
         source = next(p for p in doc["schema"][0]["properties"] if p["name"] == "source")
         assert set(adapters()) <= set(source["quality"][0]["arguments"]["validValues"]), contract
-    for name, adapter in adapters().items():
+    for adapter in [a for top in adapters().values() for a in (top, *top.variants)]:
+        name = adapter.mapping
         mapping = (SQL_DIR / f"{adapter.mapping}.sql").read_text()
         assert [c for c in canonical if f"{c}__text" not in mapping or f"{c}__kind" not in mapping] == [], name
+        assert "not_request" in mapping and "source_note" in mapping, name
         assert all(c.paths for c in load_contract(adapter.contract).table().columns), name
         assert set(adapter.labels) <= set(canonical), name
-    assert f"'{NOT_A_REQUEST}: " in (SQL_DIR / "adapt_anthropic.sql").read_text()
+        assert adapter.kinds, name
+    for name in ("adapt_anthropic", "adapt_codex"):
+        assert f"'{NOT_A_REQUEST}: " in (SQL_DIR / f"{name}.sql").read_text(), name
 
 
 def test_a_line_of_an_adapter_file_that_does_not_parse_is_quarantined_with_its_number(tmp_path: Path) -> None:

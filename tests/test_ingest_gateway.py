@@ -96,7 +96,7 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
     recon = {r["source"]: r for r in rows(home, "quality", "ingest_reconciliation_daily", DAY)}
     assert recon["gateway"] == {"day": recon["gateway"]["day"], "source": "gateway", "rows_read": 29,
                                 "rows_accepted": 13, "rows_quarantined": 12, "duplicates_merged": 4,
-                                "balanced": True}
+                                "skipped_not_request": 0, "balanced": True, "notes": None}
     statuses: dict[str, int] = {}
     for r in accepted.values():
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -221,7 +221,7 @@ def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
     balanced = evaluations["ingest_reconciliation_balanced"]
     assert not balanced.passed
     assert balanced.description == ("quality.ingest_reconciliation_daily does not balance: 2026-11-16 gateway: "
-                                    "read 29 != accepted 14 + quarantined 12 + merged 4")
+                                    "read 29 != accepted 14 + quarantined 12 + merged 4 + skipped 0")
     assert not (home / "exports").exists()
 
 

@@ -217,14 +217,16 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
              if (f := lake.day_file(exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
     if recon:
-        print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged):")
-        for source, read, accepted, quarantined, merged, balanced in con.execute(
+        print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged + skipped, not "
+              "requests):")
+        for source, read, accepted, quarantined, merged, skipped, balanced in con.execute(
                 "SELECT source, sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged), "
-                "bool_and(balanced) FROM read_parquet($f, hive_partitioning = false) GROUP BY source ORDER BY source",
+                "sum(coalesce(skipped_not_request, 0)), bool_and(balanced) FROM read_parquet($f, "
+                "hive_partitioning = false, union_by_name = true) GROUP BY source ORDER BY source",
                 {"f": recon}).fetchall():
             state = "balanced" if balanced else "NOT BALANCED"
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
-                  f"+ {merged:>6,} merged   {state}")
+                  f"+ {merged:>6,} merged + {skipped:>6,} skipped   {state}")
     print(f"\nQuery them with DuckDB from the home folder (the views read paths relative to it): cd {layout.home} "
           f"&& duckdb -readonly {layout.warehouse}, then SELECT * FROM quality.quarantine; or in Python from "
           f"anywhere, tokenledger.warehouse.connect('{layout.home}').  The Dagster UI: tokenledger ui --home "

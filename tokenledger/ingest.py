@@ -3,8 +3,9 @@
 Request-level work never leaves DuckDB. Each input file is read with its column types declared by the contract
 (never inferred), judged row by row, and staged as Parquet in the step's scratch folder; the day is then
 assembled from the staged files with the statements in sql/. Every row read ends up accepted, quarantined (with
-file, line and reason) or merged into a duplicate, and the counts are written beside the data so that every
-day and source reconciles.
+file, line and reason), merged into a duplicate or skipped as a record that is not a request (a Claude Code
+prompt, a Codex session's context: written beside the requests by design), and the counts are written beside the
+data so that every day and source reconciles.
 
 Requests come from the canonical gateway logs (`raw/gateway/`) and from the adapters' source formats
 (`raw/litellm/`, ...; tokenledger/adapters/), all mapped onto the gateway_request contract and assembled as one
@@ -25,6 +26,7 @@ import duckdb
 
 from tokenledger import lake
 from tokenledger.adapters import Adapter, adapters
+from tokenledger.adapters.detect import misplaced, sniff
 from tokenledger.contracts import (
     Table,
     json_text_columns,
@@ -90,10 +92,15 @@ class IngestCounts:
     rows_accepted: int
     rows_quarantined: int
     duplicates_merged: int
+    skipped_not_request: int = 0
+    # What the source's own totals say that the rows do not (a Codex session whose turns do not add up to its
+    # last cumulative total), one sentence per file; None when nothing is to be said.
+    notes: str | None = None
 
     @property
     def balanced(self) -> bool:
-        return self.rows_read == self.rows_accepted + self.rows_quarantined + self.duplicates_merged
+        return self.rows_read == (self.rows_accepted + self.rows_quarantined + self.duplicates_merged
+                                  + self.skipped_not_request)
 
     def as_row(self) -> dict[str, Any]:
         return {**asdict(self), "balanced": self.balanced}
@@ -176,16 +183,21 @@ def _jsonl_text_relation(table: Table, lines: str) -> str:
             f"text END, '{struct_spec(table)}')) AS j FROM ({lines})))")
 
 
-def _passthrough(file_index: int, source: str) -> list[str]:
+def _passthrough(file_index: int, source: str, adapted: bool = False) -> list[str]:
+    """The staged columns beside the contract's. An adapter's mapping says which records are not requests
+    (`not_request`: counted as skipped, never quarantined) and what the file's own totals say (`source_note`)."""
     return [f"{file_index}::INTEGER AS file_index", "$file AS source_file", "source_line",
-            "line_problem IS NULL AS is_record", f"'{source}' AS source"]
+            "line_problem IS NULL AS is_record", f"'{source}' AS source",
+            "coalesce(not_request, false) AS skipped" if adapted else "false AS skipped",
+            "source_note" if adapted else "NULL::VARCHAR AS source_note"]
 
 
 # The passthrough of files staged together: a row's file_index is its file's position in the statement's list of
 # files; the day's file_index and the file's name are looked up from it ($indexes, $files).
 _LISTED_PASSTHROUGH = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
                        "list_extract($files, file_index + 1) AS source_file", "source_line",
-                       "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source"]
+                       "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source", "false AS skipped",
+                       "NULL::VARCHAR AS source_note"]
 
 
 def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
@@ -339,7 +351,8 @@ def _adapted_query(adapter: Adapter, records: str, file_index: int) -> str:
     checked = validation_query(source_table, source_text, ["source_line", "line_problem"], gate="line_problem",
                                kinds=True)
     mapped = statement(adapter.mapping, checked=checked)
-    return validation_query(load_contract("gateway_request").table(), mapped, _passthrough(file_index, adapter.name),
+    return validation_query(load_contract("gateway_request").table(), mapped,
+                            _passthrough(file_index, adapter.name, adapted=True),
                             gate="coalesce(line_problem, source_reason)", kinds=True, labels=adapter.labels,
                             raw="source_raw")
 
@@ -350,10 +363,26 @@ def _first_present(paths: tuple[str, ...]) -> str:
     return values[0] if len(values) == 1 else f"coalesce({', '.join(values)})"
 
 
+def _format_of(file: LandingFile, folder: str, adapter: Adapter | None) -> Adapter | None:
+    """The adapter that reads a JSON Lines file of `folder` (None: the canonical contract), told from its first
+    records; an InputFileError when they are those of a format read from another folder."""
+    kind = sniff(file.path)
+    if adapter is None:
+        if kind is None or kind == CANONICAL:
+            return None
+        raise InputFileError(misplaced(file.path, kind, folder))
+    chosen = adapter.for_kind(kind)
+    if chosen is None:
+        raise InputFileError(misplaced(file.path, kind, folder))
+    return chosen
+
+
 def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: LandingFile, file_index: int,
                         target: Path) -> None:
-    source_table = load_contract(adapter.contract).table()
     params = {"file": str(file.path)}
+    if file.fmt == "jsonl":
+        adapter = _format_of(file, adapter.name, adapter) or adapter
+    source_table = load_contract(adapter.contract).table()
     if file.fmt == "jsonl":
         with jsonl_lines(con, file.path) as (cur, lines):
             query = _adapted_query(adapter, _adapted_records(con, file, adapter, source_table, lines), file_index)
@@ -398,6 +427,7 @@ def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile]
         if adapter is not None:
             _stage_adapted_file(con, adapter, file, index, target)
         elif file.fmt == "jsonl":
+            _format_of(file, CANONICAL, None)
             jsonl[index] = file  # staged together below
             continue
         else:
@@ -462,8 +492,8 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
 
     target = lake.day_file(layout.lake, "core", "gateway_requests", window.day)
     lake.write_query(con, statement("gateway_requests"), target, window.params())
-    counts = [IngestCounts(window.day, source, read, accepted, quarantined, merged)
-              for source, read, accepted, quarantined, merged in run_sql(
+    counts = [IngestCounts(window.day, source, read, accepted, quarantined, merged, skipped, notes)
+              for source, read, accepted, quarantined, merged, skipped, notes in run_sql(
                   con, "gateway_reconciliation", {"sources": present}, accepted_file=sql_path(target)).fetchall()]
     _write_quality(con, layout, "requests", counts, quarantine_relation="checked_gateway")
     return counts
@@ -482,7 +512,8 @@ def _create_staged_view(con: duckdb.DuckDBPyConnection, name: str, staged: list[
     source = f"'{CANONICAL if name == 'staged_gateway' else 'billing'}' AS source"
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT NULL::INTEGER AS file_index, NULL::VARCHAR AS source_file, "
-        f"NULL::BIGINT AS source_line, true AS is_record, {source}, {extra}{typed}, NULL::VARCHAR AS raw, "
+        f"NULL::BIGINT AS source_line, true AS is_record, {source}, false AS skipped, NULL::VARCHAR AS source_note, "
+        f"{extra}{typed}, NULL::VARCHAR AS raw, "
         "NULL::VARCHAR AS reason WHERE false"
     )
 
@@ -507,7 +538,7 @@ def _billing_texts(table: Table, present: dict[str, str]) -> str:
 def _stage_billing_file(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path) -> None:
     table = load_contract("focus_billing").table()
     passthrough = [f"{file_index}::INTEGER AS file_index", "$file AS source_file", "source_line",
-                   "true AS is_record", "'billing' AS source", "row_fingerprint"]
+                   "true AS is_record", "'billing' AS source", "false AS skipped", "row_fingerprint"]
     params = {"file": str(file.path)}
     if file.fmt == "csv":
         names = csv_header(file.path)
@@ -584,8 +615,9 @@ def _write_quality(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage: st
                          quarantine, {"day": day})
     rows = [c.as_row() for c in counts]
     con.execute("CREATE OR REPLACE TEMP TABLE _reconciliation (day DATE, source VARCHAR, rows_read BIGINT, "
-                "rows_accepted BIGINT, rows_quarantined BIGINT, duplicates_merged BIGINT, balanced BOOLEAN)")
+                "rows_accepted BIGINT, rows_quarantined BIGINT, duplicates_merged BIGINT, "
+                "skipped_not_request BIGINT, notes VARCHAR, balanced BOOLEAN)")
     con.executemany("INSERT INTO _reconciliation VALUES ($day, $source, $rows_read, $rows_accepted, "
-                    "$rows_quarantined, $duplicates_merged, $balanced)", rows)
+                    "$rows_quarantined, $duplicates_merged, $skipped_not_request, $notes, $balanced)", rows)
     lake.write_query(con, "SELECT * FROM _reconciliation ORDER BY source",
                      lake.day_file(layout.lake, "quality_parts", f"ingest_reconciliation_{stage}", day))

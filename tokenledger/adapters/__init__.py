@@ -15,16 +15,20 @@ Reading one of its files takes four steps, all in DuckDB:
    are reported under the source's field names (`Adapter.labels`).
 
 The rows then join the canonical gateway rows: one request id is one request across every source of the day,
-and each source reconciles on its own (rows read = accepted + quarantined + merged, per source).
+and each source reconciles on its own (rows read = accepted + quarantined + merged + skipped, per source).
+
+A folder may take more than one format (raw/openai/ takes OpenAI's responses and Codex CLI session logs): each
+JSON Lines file is told apart by its first records (tokenledger/adapters/detect.py), and a file whose records are
+those of a format that belongs in another folder stops the day with a message naming the format and its folder.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# How the quarantine reason of a record that is not a request begins (a Claude Code prompt or summary, written
-# beside the model's replies): quarantined so that it is counted (rows read = accepted + quarantined + merged),
-# but not held against max_quarantine_share (assets/checks.py), since no request was lost.
+# How a mapping says why a record is not a request (a Claude Code prompt or summary, a Codex session's context,
+# written beside the requests by design): such a record is counted in skipped_not_request (rows read = accepted
+# + quarantined + merged + skipped), never quarantined, since nothing is wrong with it.
 NOT_A_REQUEST = "not a request record"
 
 
@@ -40,6 +44,17 @@ class Adapter:
     labels: dict[str, str] = field(default_factory=dict)  # canonical column -> the source field(s) it is read from
     # Columns of a Parquet or CSV export that hold JSON text (LiteLLM's metadata): parsed before paths are read.
     json_columns: tuple[str, ...] = ()
+    # The formats (tokenledger.adapters.detect.FORMATS) this adapter reads, as told from a file's first records.
+    kinds: tuple[str, ...] = ()
+    # Other formats landing in the same folder, each read by its own adapter when a file's first records are its.
+    variants: tuple[Adapter, ...] = ()
+
+    def for_kind(self, kind: str | None) -> Adapter | None:
+        """The adapter of this folder that reads format `kind`: this one for an unknown format (its rows are then
+        quarantined one by one, naming the fields they lack), None for a format this folder does not take."""
+        if kind is None or kind in self.kinds:
+            return self
+        return next((v for v in self.variants if kind in v.kinds), None)
 
 
 def adapters() -> dict[str, Adapter]:

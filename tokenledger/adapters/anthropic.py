@@ -34,11 +34,11 @@ sql/adapt_anthropic.sql:
   adds it, else `unattributed`;
 - status ok: a Message is a reply. A failed call leaves no Message: an error body (`type: error`) has no model, id
   or usage and is quarantined with its error.type;
-- records that are not model calls are quarantined as "not a request record", counted in the reconciliation (rows
-  read = accepted + quarantined + merged) but not held against max_quarantine_share, because Claude Code writes
-  them beside every reply: `type` user (prompts and tool results), summary, system and the others; a message whose
-  model is `<synthetic>` (written by Claude Code itself); an `isApiErrorMessage` record (Claude Code's notice that a
-  call failed, with no model or usage of its own);
+- records that are not model calls are skipped as not requests, counted in the reconciliation's
+  skipped_not_request (rows read = accepted + quarantined + merged + skipped), never quarantined, because Claude
+  Code writes them beside every reply by design: `type` user (prompts and tool results), summary, system and the
+  others; a message whose model is `<synthetic>` (written by Claude Code itself); an `isApiErrorMessage` record
+  (Claude Code's notice that a call failed, with no model or usage of its own);
 - latency: neither a Message nor a Claude Code record measures it, so the requests count in tokens and cost but
   are not judged against the SLO (latency_measured false).
 """
@@ -51,6 +51,7 @@ ADAPTER = Adapter(
     contract="source_anthropic",
     mapping="adapt_anthropic",
     formats={".jsonl": "jsonl", ".jsonl.gz": "jsonl"},
+    kinds=("anthropic_message", "claude_code"),
     labels={
         "request_id": "id",
         "received_at": "timestamp",

@@ -39,6 +39,7 @@ ADAPTER = Adapter(
     formats={".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv",
              ".parquet": "parquet"},
     json_columns=("metadata",),
+    kinds=("litellm",),
     labels={
         "request_id": "request_id",
         "received_at": "startTime",

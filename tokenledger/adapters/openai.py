@@ -50,6 +50,7 @@ ADAPTER = Adapter(
     contract="source_openai",
     mapping="adapt_openai",
     formats={".jsonl": "jsonl", ".jsonl.gz": "jsonl"},
+    kinds=("openai",),
     labels={
         "request_id": "id",
         "received_at": "created (or created_at)",
