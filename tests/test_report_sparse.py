@@ -177,3 +177,157 @@ def test_an_empty_day_renders_with_one_line_per_part() -> None:
     _says("No request reached m (16.00 GPUs in force) on this day: not judged, left out of the verdict and the "
           "model sections.", page, markdown)
     assert '<table class="verdict">' not in page
+
+
+# --- hosted-API models (provider-managed: no GPU of ours) ------------------------------------------------------------
+
+API = "api-m"
+
+
+def _api_slo(bucket: str, **changes: Any) -> dict[str, Any]:
+    # Logs with TTFT but no ITL (a proxy's log): 990 effective requests, 1.5% over the TTFT limit.
+    row = _slo(bucket, model=API, effective_requests=990, attainment=0.985, attainment_met=False, all_met=False,
+               ttft_p99_ms=1_400.0, queue_p99_ms=None, itl_p99_ms=None, tpot_p99_ms=None, queue_p99_met=None,
+               itl_p99_met=None, tpot_p99_met=None, itl_unknown_share=1.0, judged_requests=990)
+    row.update(changes)
+    return row
+
+
+def _api_rows(**cost: Any) -> dict[str, Any]:
+    """A hosted model's rows but its SLO rows (`_api_slo`): 1,000 requests, 2M input of which 1.5M cached, 250k
+    output; 5 USD for 200k compliant output tokens (25 USD per MTok under SLO) and 250k delivered (20 USD per MTok);
+    its busiest minute at half its RPM limit and a quarter of its TPM limit."""
+    return {
+        "policy": {"m": POLICY, API: POLICY},
+        "tokens": [_tokens(model=API, requests=1_000, input_total=2_000_000, input_cached=1_500_000,
+                           input_recomputed=500_000, cache_hit_ratio=0.75, input_overstatement=4.0,
+                           output_tokens=250_000, input_output_ratio=8.0, workload_requests=985)],
+        "load": [{"model": API, "hour": h, "output_token_rate": 3.0, "capacity_token_rate": None,
+                  "over_capacity": None, "peak_minute_rpm_utilization": 0.5 if h == 12 else 0.1,
+                  "peak_minute_tpm_utilization": 0.25 if h == 9 else 0.05, "over_rate_limit": False}
+                 for h in range(24)],
+        "cost_history": [{"day": DAY, "model": API, "deployment_id": "api-m-provider", "currency": "USD",
+                          "cost_per_mtok_goodput": 25.0, "cost_total": 5.0, "compliant_output_tokens": 200_000,
+                          **cost}],
+    }
+
+
+HOSTED_ROW = [API, "1,000", "missed", "bucket 0-4k attainment 0.9850 < 0.99",
+              "TTFT P99 1,400 ms, attainment 0.9850 (ITL not logged for 100.0%)",
+              "2,000,000 = 1,500,000 cached + 500,000 recomputed (75.0% cached)", "250,000", "20.0000 USD",
+              "25.0000 USD", "no capacity: provider-managed", "RPM 50.0%, TPM 25.0%"]
+NO_CAPACITY_LINE = ("No capacity: provider-managed (api-m-provider), so no GPU figure, capacity template or plan; "
+                    "busiest minute 50.0% of the RPM limit and 25.0% of the TPM limit.")
+
+
+def _mixed(**cost: Any) -> Review:
+    """The GPU model m beside the hosted model."""
+    api = _api_rows(**cost)
+    gpu = _review(HEALTHY)
+    return _review(HEALTHY + [_api_slo("0-4k"), _api_slo("all")], policy=api["policy"],
+                   tokens=[_tokens(), *api["tokens"]], load=gpu.load + api["load"],
+                   cost_history=gpu.cost_history + api["cost_history"])
+
+
+def test_a_hosted_model_has_its_own_verdict_row() -> None:
+    review = _mixed()
+    page, markdown = _both(review)
+    verdicts = [t for t in tables(review) if t.caption.startswith("Verdict")]
+    assert [t.caption for t in verdicts] == ["Verdict per model", "Verdict per hosted-API model (provider-managed)"]
+    assert [r[0] for r in verdicts[0].rows] == ["m"]
+    assert verdicts[1].rows == [HOSTED_ROW]
+    assert "| " + " | ".join(html.escape(c, quote=False) for c in HOSTED_ROW) + " |" in markdown
+    # Both verdict tables lead, before the introduction.
+    assert page.index("Verdict per hosted-API model") < page.index('<p class="lede">')
+    # Its section: load without a capacity line, attainment, SLO, workload and input; no capacity template.
+    section = page[page.index(f'<section id="model-{API}">'):]
+    assert section.startswith(f'<section id="model-{API}"><h2>Model {API} (hosted API, provider-managed)</h2>')
+    assert re.findall(r'<svg class="chart chart-(\w+)"', section) == ["load", "attainment"]
+    assert "UTC hour — demand bars (red: over capacity), provider-managed: no capacity line" in section
+    assert f"SLO of {API}: commitments" in section and f"Input tokens of {API}, three figures" in section
+    assert "Capacity review of" not in section and "Figures of" not in section
+    _says(NO_CAPACITY_LINE, page, markdown)
+    _says("Prefix-cache what-if: not replayed for a provider-managed model (its cache is the provider's).", page,
+          markdown)
+    # The money compares across models: the hosted model's $/MTok under SLO is a point on the shared chart.
+    cost = page[page.index('<svg class="chart chart-cost"'):]
+    assert f"{DAY} api-m-provider: 25.0000 USD" in cost[:cost.index("</svg>")]
+
+
+def test_a_hosted_model_delivered_cost_is_over_the_output_produced_when_the_cost_rows_carry_it() -> None:
+    # finance.cost_per_mtok_daily's output_tokens counts successful requests only: 5 USD over 240k = 20.8333.
+    (row,) = [t for t in tables(_mixed(output_tokens=240_000)) if "hosted" in t.caption][0].rows
+    assert row[7] == "20.8333 USD"
+
+
+def test_a_usage_only_hosted_model_is_judged_on_its_success_rate() -> None:
+    blind = {"attainment": None, "attainment_met": None, "ttft_p99_ms": None, "itl_unknown_share": 0.0,
+             "judged_requests": 0, "all_met": True}
+    api = _api_rows(cost_per_mtok_goodput=None, compliant_output_tokens=0)
+    review = _review([_api_slo("0-4k", **blind), _api_slo("all", **blind)], capacity=[], plan=[], **api)
+    page, markdown = _both(review)
+    (row,) = verdict_table_rows(review)
+    assert row[2:5] == ["met", "—", "not in the logs (usage only): success rate judged alone"]
+    assert row[7:9] == ["20.0000 USD", "— (no latency)"]
+    assert re.findall(r'<svg class="chart chart-(\w+)"', page) == ["load"]
+    _says(f"{API}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not measured, "
+          "the success rate is judged alone.", page, markdown)
+    _says("No $/MTok under SLO up to this day: no costed deployment had compliant output (or its cost is not "
+          "known), so there is no $/MTok chart.", page, markdown)
+
+
+def verdict_table_rows(review: Review) -> list[list[str]]:
+    (hosted,) = [t for t in tables(review) if t.caption == "Verdict per hosted-API model (provider-managed)"]
+    return hosted.rows
+
+
+def test_a_hosted_only_day_reads_as_a_review_of_that_traffic() -> None:
+    # No GPU deployment in force (no capacity rows): the hosted verdict leads, every GPU part says why it is out.
+    review = _review([_api_slo("0-4k"), _api_slo("all")], capacity=[], plan=[], **_api_rows())
+    page, markdown = _both(review)
+    assert page[page.index("<table"):].startswith('<table class="verdict"><caption>Verdict per hosted-API model')
+    assert verdict_table_rows(review) == [HOSTED_ROW]
+    _says("No GPU deployment was in force on this day (no infra.capacity_daily rows): the review is of the "
+          "hosted-API traffic alone.", page, markdown)
+    _says("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU deployment "
+          "was in force. A hosted-API model has no capacity figure: its capacity is provider-managed.", page,
+          markdown)
+    assert "not judged" not in page[:page.index('<p class="lede">')] and "GPUs needed / in force" not in page
+    assert "<h2>Summary</h2><p class=\"note\">" in page
+    # GPU deployments in force but idle: named in one line with their GPUs, not three 'not judged' verdict rows.
+    idle = [_cap(model=m, deployment_id=f"{m}-a", gpus=2.0) for m in ("g1", "g2", "g3")]
+    api = _api_rows()
+    review = _review([_api_slo("0-4k"), _api_slo("all")]
+                     + [_slo("all", model=c["model"], effective_requests=0, attainment=None, all_met=None,
+                             attainment_met=None) for c in idle],
+                     capacity=idle, plan=[_plan(model=c["model"], deployment_id=c["deployment_id"]) for c in idle],
+                     policy=api["policy"], tokens=api["tokens"] + [_tokens(model=c["model"], requests=0)
+                                                                   for c in idle],
+                     load=api["load"], cost_history=api["cost_history"])
+    page, markdown = _both(review)
+    verdict = page[:page.index('<p class="lede">')]
+    assert "Verdict per model" not in verdict and '<td class="muted">not judged</td>' not in verdict
+    assert verdict_table_rows(review) == [HOSTED_ROW]
+    _says("No request reached g1 (2.00 GPUs in force), g2 (2.00 GPUs in force), g3 (2.00 GPUs in force) on this "
+          "day: not judged, left out of the verdict and the model sections.", page, markdown)
+    assert re.findall(r'<section id="model-([\w-]+)">', page) == [API]
+
+
+def test_an_idle_hosted_model_is_named_as_provider_managed() -> None:
+    api = _api_rows()
+    review = _review(HEALTHY + [_api_slo("all", effective_requests=0, attainment=None, all_met=None)],
+                     tokens=[_tokens(), {**api["tokens"][0], "requests": 0}])
+    page, markdown = _both(review)
+    assert not [t for t in tables(review) if "hosted" in t.caption]
+    _says(f"No request reached {API} (provider-managed) on this day: not judged, left out of the verdict and the "
+          "model sections.", page, markdown)
+
+
+def test_an_hour_over_a_hosted_rate_limit_is_counted() -> None:
+    api = _api_rows()
+    api["load"][12] = {**api["load"][12], "peak_minute_rpm_utilization": 1.16, "over_rate_limit": True}
+    review = _review([_api_slo("0-4k"), _api_slo("all")], capacity=[], plan=[], **api)
+    page, markdown = _both(review)
+    assert verdict_table_rows(review)[0][-1] == "RPM 116.0%, TPM 25.0%; 1 h over"
+    _says("No capacity: provider-managed (api-m-provider), so no GPU figure, capacity template or plan; busiest "
+          "minute 116.0% of the RPM limit and 25.0% of the TPM limit, 1 hour(s) over a rate limit.", page, markdown)

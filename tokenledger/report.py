@@ -3,7 +3,13 @@
 Pure functions over the day's published rows (`Review`): no I/O, no network. The HTML has inline CSS and inline SVG
 charts drawn here (load curve against capacity, attainment by ISL bucket, $/MTok under SLO over the days
 published), no script and no external reference; every piece of text is escaped. The Markdown has the same tables
-without the charts. Figures are formatted by `fmt` so that a reader (and a test) finds the published number.
+and lines without the charts: both print `document(review)`. Figures are formatted by `fmt` so that a reader (and a
+test) finds the published number.
+
+GPU-served models (a deployment in infra.capacity_daily) are judged against their capacity; hosted-API models
+(provider-managed, no capacity row) get their own verdict rows and sections, without a GPU figure. A model in force
+without a request on the day, and any chart or table without data (no cost rows, no latency in usage-only logs, no
+what-if rows, no capacity rows, an empty day), is left out with one line saying why.
 """
 
 from __future__ import annotations
@@ -225,8 +231,8 @@ def verdict_table(review: Review) -> Table:
     and the hours over capacity."""
     rows = []
     for model in _models(review):
-        whole = next((r for r in _slo_rows(review, model) if r["isl_bucket"] == "all"), None)
-        met = None if whole is None else whole["all_met"]
+        whole = _whole_row(review, model)
+        met = None if whole is None else whole.get("all_met")
         misses = missed_figures(review, model)
         slo = "not judged" if met is None else "met" if met else "missed"
         plans = [p for p in review.plan if p["model"] == model]
@@ -247,6 +253,103 @@ def verdict_table(review: Review) -> Table:
     return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
                                        "surplus (deficit)", "$/MTok under SLO", "capacity basis",
                                        "hours over capacity"], rows, numeric={3, 4, 5, 7})
+
+
+def model_cost_per_mtok_delivered(review: Review, model: str) -> tuple[float | None, str | None]:
+    """The model's $/MTok delivered on the day: its cost over the output it produced, in its one currency.
+
+    The output is finance.cost_per_mtok_daily's `output_tokens` (successful requests) where the cost rows carry it;
+    the Review's cost history holds only the columns of $/MTok under SLO, and then the output is
+    infra.token_split_daily's (every request that reached the model: the same unless failed requests returned
+    tokens)."""
+    rows = [r for r in review.cost_history if r["day"] == review.day and r["model"] == model
+            and r.get("cost_total") is not None]
+    currencies = {r["currency"] for r in rows}
+    if len(currencies) != 1:
+        return None, None
+    if all(r.get("output_tokens") is not None for r in rows):
+        tokens = sum(r["output_tokens"] for r in rows)
+    else:
+        tokens = _tokens_of(review, model).get("output_tokens")
+    cost = sum(float(r["cost_total"]) for r in rows)
+    return (cost / tokens * 1e6 if tokens else None), currencies.pop()
+
+
+def _input_split(tok: Row) -> str:
+    """Input as its three figures with the cache share: '3,055,202 = 2,400,768 cached + 654,434 recomputed (78.6%
+    cached)'."""
+    if tok.get("input_total") is None:
+        return "—"
+    return (f"{fmt(tok['input_total'], 'tokens')} = {fmt(tok.get('input_cached'), 'tokens')} cached + "
+            f"{fmt(tok.get('input_recomputed'), 'tokens')} recomputed ({fmt(tok.get('cache_hit_ratio'), 'pct')} "
+            "cached)")
+
+
+def _latency_text(review: Review, model: str) -> str:
+    """What the logs say of latency: TTFT P99 and attainment of the whole model, or that they carry none."""
+    whole = _whole_row(review, model)
+    if whole is None:
+        return "—"
+    if not _latency_logged(review, model):
+        return "not in the logs (usage only): success rate judged alone"
+    text = f"TTFT P99 {fmt(whole.get('ttft_p99_ms'), 'ms')}, attainment {fmt(whole.get('attainment'), 'ratio')}"
+    unknown = whole.get("itl_unknown_share")
+    return text + (f" (ITL not logged for {fmt(unknown, 'pct')})" if unknown else "")
+
+
+def _rate_limit_use(review: Review, model: str) -> tuple[float | None, float | None, int]:
+    """The busiest minute's share of the provider's RPM and TPM limits and the hours over a limit
+    (infra.load_hourly; None where the inventory gives no limit)."""
+    hours = [r for r in review.load if r["model"] == model]
+    rpm = [r["peak_minute_rpm_utilization"] for r in hours if r.get("peak_minute_rpm_utilization") is not None]
+    tpm = [r["peak_minute_tpm_utilization"] for r in hours if r.get("peak_minute_tpm_utilization") is not None]
+    return max(rpm, default=None), max(tpm, default=None), sum(1 for r in hours if r.get("over_rate_limit"))
+
+
+def _rate_limit_text(review: Review, model: str) -> str:
+    """'busiest minute 50.0% of the RPM limit and 25.0% of the TPM limit, 1 hour(s) over a rate limit', or ''."""
+    rpm, tpm, over = _rate_limit_use(review, model)
+    parts = ([f"{fmt(rpm, 'pct')} of the RPM limit"] if rpm is not None else []) + (
+        [f"{fmt(tpm, 'pct')} of the TPM limit"] if tpm is not None else [])
+    text = f"busiest minute {' and '.join(parts)}" if parts else ""
+    if over:
+        text += f"{', ' if text else ''}{over} hour(s) over a rate limit"
+    return text
+
+
+def _rate_limit_cell(review: Review, model: str) -> str:
+    """The verdict's short form: 'RPM 50.0%, TPM 25.0%', with '; 1 h over' when an hour went over a limit."""
+    rpm, tpm, over = _rate_limit_use(review, model)
+    parts = ([f"RPM {fmt(rpm, 'pct')}"] if rpm is not None else []) + (
+        [f"TPM {fmt(tpm, 'pct')}"] if tpm is not None else [])
+    return (", ".join(parts) or "—") + (f"; {over} h over" if over else "")
+
+
+def hosted_verdict_table(review: Review) -> Table:
+    """Per hosted-API model (a provider-managed deployment: no GPU of ours, so no capacity figure): its requests,
+    SLO verdict and missed figure, the latency the logs carry, input with its cache share, output, and $/MTok
+    delivered and under SLO; the capacity column says provider-managed, the last the rate limits' use."""
+    rows = []
+    for model in _hosted_models(review):
+        tok = _tokens_of(review, model)
+        whole = _whole_row(review, model)
+        met = None if whole is None else whole.get("all_met")
+        misses = missed_figures(review, model)
+        delivered, delivered_currency = model_cost_per_mtok_delivered(review, model)
+        cost, currency = model_cost_per_mtok(review, model)
+        under_slo = fmt(cost, "money_mtok", currency)
+        if cost is None and not _latency_logged(review, model):
+            under_slo = "— (no latency)"
+        rows.append([model, fmt(_day_requests(review, model), "int"),
+                     "not judged" if met is None else "met" if met else "missed",
+                     "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
+                     _latency_text(review, model), _input_split(tok), fmt(tok.get("output_tokens"), "tokens"),
+                     fmt(delivered, "money_mtok", delivered_currency), under_slo, "no capacity: provider-managed",
+                     _rate_limit_cell(review, model)])
+    return Table("Verdict per hosted-API model (provider-managed)",
+                 ["model", "requests", "SLO", "missed figure", "latency", "input: total = cached + recomputed",
+                  "output tokens", "$/MTok delivered", "$/MTok under SLO", "capacity",
+                  "busiest minute / rate limits"], rows, numeric={1, 6, 7, 8})
 
 
 def summary_table(review: Review) -> Table:
@@ -415,7 +518,8 @@ def hourly_findings(review: Review, model: str) -> list[str]:
                           for r in sorted(missed, key=lambda r: (r["hour"], r["isl_bucket"]))[:8])
         more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
         out.append(f"Bucket-hours below the attainment commitment: {shown}{more}.")
-    elif any(r["model"] == model for r in review.slo_hourly):
+    elif any(r["model"] == model and r["isl_bucket"] != "all" and r.get("attainment_met") is not None
+             for r in review.slo_hourly):
         out.append("Every judged bucket met its attainment commitment in every hour.")
     tops = sorted({r["hour"] for r in review.goodput if r["model"] == model and r.get("capacity_top")})
     if tops:
@@ -652,6 +756,14 @@ def _models(review: Review) -> list[str]:
     return sorted(m for m in {c["model"] for c in review.capacity} if _day_requests(review, m) != 0)
 
 
+def _hosted_models(review: Review) -> list[str]:
+    """The hosted-API models the review judges: a model with rows but no GPU deployment in infra.capacity_daily
+    (which has a row for every GPU deployment in force) is served by provider-managed deployments (kind api) only;
+    those with requests on the day."""
+    gpu = {c["model"] for c in review.capacity}
+    return sorted(m for m in _all_models(review) - gpu if _day_requests(review, m) != 0)
+
+
 def _idle_models(review: Review) -> list[str]:
     return sorted(m for m in _all_models(review) if _day_requests(review, m) == 0)
 
@@ -672,7 +784,9 @@ def idle_line(review: Review) -> str | None:
     for c in review.capacity:
         if c.get("gpus") is not None:
             gpus[c["model"]] = gpus.get(c["model"], 0.0) + c["gpus"]
-    named = [f"{m} ({fmt(gpus[m], 'gpus')} GPUs in force)" if m in gpus else m for m in idle]
+    gpu = {c["model"] for c in review.capacity}
+    named = [f"{m} ({fmt(gpus[m], 'gpus')} GPUs in force)" if m in gpus else m if m in gpu
+             else f"{m} (provider-managed)" for m in idle]
     return (f"No request reached {', '.join(named)} on this day: not judged, left out of the verdict and the model "
             "sections.")
 
@@ -685,7 +799,9 @@ def verdict_notes(review: Review) -> list[str]:
             out.append("No published rows for this day: no deployment was in force and no request came, so there "
                        "is nothing to judge.")
         elif not review.capacity:
-            out.append("No GPU deployment was in force on this day (no infra.capacity_daily rows): no GPU verdict.")
+            out.append("No GPU deployment was in force on this day (no infra.capacity_daily rows): "
+                       + ("the review is of the hosted-API traffic alone." if _hosted_models(review)
+                          else "no GPU verdict."))
         elif all(_day_requests(review, m) == 0 for m in _all_models(review)):
             out.append("No request reached any model on this day: nothing to judge.")
     line = idle_line(review)
@@ -696,6 +812,7 @@ def verdict_notes(review: Review) -> list[str]:
 
 SUMMARY_NOTE = ("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU "
                 "deployment was in force.")
+HOSTED_SUMMARY_NOTE = " A hosted-API model has no capacity figure: its capacity is provider-managed."
 
 
 def cost_notes(review: Review) -> list[str]:
@@ -802,9 +919,14 @@ def _y_axis(lo: float, hi: float, label: str, formatter: Callable[[float], str],
     return parts
 
 
-def load_chart(model: str, hours: Sequence[Row]) -> str:
+NO_CAPACITY = "no capacity figure"
+PROVIDER_MANAGED = "provider-managed: no capacity line"
+
+
+def load_chart(model: str, hours: Sequence[Row], no_capacity: str = NO_CAPACITY) -> str:
     """Hourly demand (output token rate) as bars against the capacity token rate as a line; hours over capacity
-    are shaded and their bars drawn in the warning colour."""
+    are shaded and their bars drawn in the warning colour. Without a capacity figure the legend says
+    `no_capacity`."""
     hours = sorted(hours, key=lambda r: r["hour"])
     demand = [r["output_token_rate"] or 0.0 for r in hours]
     capacity = [r["capacity_token_rate"] for r in hours]
@@ -832,7 +954,7 @@ def load_chart(model: str, hours: Sequence[Row]) -> str:
                     'stroke-dasharray="6 3"/>')
         legend = "capacity (dashed)"
     else:
-        legend = "no capacity figure"
+        legend = no_capacity
     body.append(_text(LEFT + plot_w / 2, H - 8, f"UTC hour — demand bars (red: over capacity), {legend}"))
     return _svg("load", f"Load against capacity, {model}", body)
 
@@ -930,7 +1052,9 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
     for i in range(0, span + 1 if days else 0, step):
         d = days[0] + timedelta(days=i)
         body.append(_text(x(d), H - BOTTOM + 14, d.strftime("%m-%d")))
-    for n, ((model, deployment, currency), points) in enumerate(sorted(series.items())):
+    # A deployment costed in no currency sorts first rather than failing against a named one.
+    for n, ((model, deployment, currency), points) in enumerate(sorted(series.items(),
+                                                                       key=lambda s: tuple(k or "" for k in s[0]))):
         colour = PALETTE[n % len(PALETTE)]
         ordered = sorted(points.items())
         # A line joins consecutive calendar days only: a missing day breaks it.
@@ -1010,15 +1134,18 @@ class SideBySide:
 Block = Section | Heading | Charts | Lede | SideBySide | Table | str
 
 
-def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
+def _model_head(review: Review, model: str, hosted: bool) -> list[Block]:
+    """A model's charts, SLO table, hourly findings, workload and input tables: the same for GPU and hosted
+    models, but that a hosted model's load has no capacity line."""
     policy = review.policy.get(model, {})
     hours = [r for r in review.load if r["model"] == model]
     rows = _slo_rows(review, model)
     figures, notes = [], []
     if (note := load_note(review, model)) is None:
-        figures.append((load_chart(model, hours), "Demand (output tokens/s of requests that reached the model) per "
-                                                  "UTC hour against the capacity token rate (each model on its own "
-                                                  "scale)."))
+        figures.append((load_chart(model, hours, PROVIDER_MANAGED if hosted else NO_CAPACITY),
+                        "Demand (output tokens/s of requests that reached the model) per UTC hour "
+                        + ("(provider-managed: no capacity line)." if hosted else
+                           "against the capacity token rate (each model on its own scale).")))
     else:
         notes.append(note)
     if (note := attainment_note(review, model)) is None:
@@ -1026,13 +1153,18 @@ def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
                         "Attainment per ISL bucket against the commitment (pale: too few requests to judge)."))
     else:
         notes.append(note)
-    out: list[Block] = [Section(f"model-{_anchor(model)}"), Heading(2, f"Model {model}"), Charts(figures, notes)]
+    heading = f"Model {model}" + (" (hosted API, provider-managed)" if hosted else "")
+    out: list[Block] = [Section(f"model-{_anchor(model)}"), Heading(2, heading), Charts(figures, notes)]
     if rows:
         out.append(slo_table(review, model))
     out += slo_notes(review, model)
     out += hourly_findings(review, model)
     parts = token_parts(review, model)
-    out += [SideBySide([p for p in parts if isinstance(p, Table)]), *[p for p in parts if isinstance(p, str)]]
+    return out + [SideBySide([p for p in parts if isinstance(p, Table)]), *[p for p in parts if isinstance(p, str)]]
+
+
+def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
+    out = _model_head(review, model, hosted=False)
     out.append(whatif_finding(review, model))
     for cap in [c for c in review.capacity if c["model"] == model]:
         inventory = review.deployments.get(cap["deployment_id"])
@@ -1043,15 +1175,35 @@ def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
     return out
 
 
+def _hosted_model_blocks(review: Review, model: str) -> list[Block]:
+    """A hosted-API model's section: no capacity template or plan, as there is no GPU of ours to size; one line
+    says so instead, with its deployments and the rate limits' use."""
+    out = _model_head(review, model, hosted=True)
+    if any(r["model"] == model for r in review.whatif):
+        out.append(whatif_finding(review, model))
+    else:
+        out.append("Prefix-cache what-if: not replayed for a provider-managed model (its cache is the provider's).")
+    deployments = sorted({r["deployment_id"] for r in review.cost_history
+                          if r["day"] == review.day and r["model"] == model})
+    limits = _rate_limit_text(review, model)
+    out.append("No capacity: provider-managed" + (f" ({', '.join(deployments)})" if deployments else "")
+               + ", so no GPU figure, capacity template or plan" + (f"; {limits}" if limits else "") + ".")
+    out.append(Section("", close=True))
+    return out
+
+
 def document(review: Review) -> list[Block]:
     """The review in document order, for both renderings: its verdict first, then the summary, the cost trend and
     a section per model. A part without data is left out with one line saying why."""
     out: list[Block] = [Section("verdict")]
     if _models(review):
         out.append(verdict_table(review))
+    if _hosted_models(review):
+        out.append(hosted_verdict_table(review))
     out += verdict_notes(review)
     out += [Section("", close=True), Lede(INTRO), Heading(2, "Summary")]
-    out.append(summary_table(review) if review.capacity else SUMMARY_NOTE)
+    out.append(summary_table(review) if review.capacity else
+               SUMMARY_NOTE + (HOSTED_SUMMARY_NOTE if _hosted_models(review) else ""))
     history = [r for r in review.cost_history if r["day"] <= review.day]
     charts = [(cost_chart(history, review.day), "Cost per million output tokens of compliant requests, per "
                                                 "deployment, on every published day up to "
@@ -1060,6 +1212,8 @@ def document(review: Review) -> list[Block]:
     out += [Heading(2, "$/MTok under SLO over time", html_only=True), Charts(charts), *cost_notes(review)]
     for model in _models(review):
         out += _gpu_model_blocks(review, model)
+    for model in _hosted_models(review):
+        out += _hosted_model_blocks(review, model)
     return out
 
 
