@@ -42,7 +42,7 @@ sql/adapt_openai.sql:
   against the SLO (latency_measured false; TTFT and e2e unknown).
 """
 
-from tokenledger.adapters import Adapter
+from tokenledger.adapters import Adapter, codex
 
 ADAPTER = Adapter(
     name="openai",
@@ -51,6 +51,8 @@ ADAPTER = Adapter(
     mapping="adapt_openai",
     formats={".jsonl": "jsonl", ".jsonl.gz": "jsonl"},
     kinds=("openai",),
+    # Codex CLI session logs land here too (issue 41): each file is read by the format of its first records.
+    variants=(codex.ADAPTER,),
     labels={
         "request_id": "id",
         "received_at": "created (or created_at)",
