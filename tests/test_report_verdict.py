@@ -230,3 +230,13 @@ def test_the_verdict_is_above_the_fold_at_1400_px(tmp_path: Path) -> None:
     # The verdict table's header colour is painted within the first 900 px.
     row = first_row_with(png, VERDICT_HEADER)
     assert row is not None and row < 400
+
+
+def test_a_missed_figure_never_prints_as_its_commitment() -> None:
+    # 0.99948 misses 0.9995 but rounds to it at four places; a P99 queue of 300.4 ms misses 300 ms.
+    slo = [_slo("0-4k", attainment=0.98996, attainment_met=False, all_met=False), _slo("4k-32k"),
+           _slo("all", success_rate=0.99948, success_rate_met=False, queue_p99_ms=300.4, queue_p99_met=False,
+                all_met=False)]
+    (row,) = verdict_table(_review(slo)).rows
+    assert row[2] == ("bucket 0-4k attainment 0.98996 < 0.99; success rate 0.99948 < 0.9995; "
+                      "P99 queue 300.4 ms > 300 ms")

@@ -168,7 +168,7 @@ def missed_figures(review: Review, model: str) -> list[str]:
     whole = next((r for r in rows if r["isl_bucket"] == "all"), None)
     buckets = [r for r in rows if r["isl_bucket"] != "all"]
     target = policy.get("attainment_target")
-    out = [f"bucket {r['isl_bucket']} attainment {fmt(r['attainment'], 'ratio')} < {target:g}"
+    out = [f"bucket {r['isl_bucket']} attainment {_apart(r['attainment'], target, 4)} < {target:g}"
            for r in buckets if r.get("attainment_met") is False and target is not None]
     checks = (("success_rate_met", "success rate", "success_rate", "success_rate_target", "min"),
               ("queue_p99_met", "P99 queue", "queue_p99_ms", "queue_p99_ms", "max"),
@@ -180,8 +180,8 @@ def missed_figures(review: Review, model: str) -> list[str]:
         for verdict, label, figure, limit_key, kind in checks:
             limit = policy.get(limit_key)
             if row.get(verdict) is False and limit is not None:
-                found.append(f"{prefix}{label} {fmt(row[figure], 'ratio')} < {limit:g}" if kind == "min" else
-                             f"{prefix}{label} {fmt(row[figure], 'ms')} > {limit:g} ms")
+                found.append(f"{prefix}{label} {_apart(row[figure], limit, 4)} < {limit:g}" if kind == "min" else
+                             f"{prefix}{label} {_apart(row[figure], limit, 0)} ms > {limit:g} ms")
         return found
 
     model_misses = named(whole, "") if whole else []
@@ -191,8 +191,17 @@ def missed_figures(review: Review, model: str) -> list[str]:
         if r.get("attainment_met") is not None:  # a judged bucket: its own commitments count
             out += [m for m in named(r, f"bucket {r['isl_bucket']} ") if any(lbl in m for lbl in met_by_model)]
     if not out and whole and whole.get("attainment_met") is False and target is not None:
-        out.append(f"attainment {fmt(whole['attainment'], 'ratio')} < {target:g} (buckets too small to judge)")
+        out.append(f"attainment {_apart(whole['attainment'], target, 4)} < {target:g} (buckets too small to judge)")
     return out
+
+
+def _apart(value: float | None, limit: float, decimals: int) -> str:
+    """A missed figure to `decimals` places, or to as many more (up to four) as it takes not to print as its
+    limit: a success rate of 0.99948 misses 0.9995, and '0.9995 < 0.9995' would read as met."""
+    if value is None:
+        return "—"
+    places = next((d for d in range(decimals, decimals + 5) if round(value, d) != round(limit, d)), decimals + 4)
+    return f"{value:,.{places}f}"
 
 
 def model_cost_per_mtok(review: Review, model: str) -> tuple[float | None, str | None]:
