@@ -8,6 +8,7 @@ from pipelines.partitions import single_run
 from pipelines.resources import LedgerResource
 from tokenledger.expectations import CRITICAL
 from tokenledger.trend import TREND, rebuild_trend
+from tokenledger.warehouse import refresh_views
 
 _CONTRACT = dg.AssetCheckSpec("contract", asset=dg.AssetKey([TREND.schema, TREND.name]), blocking=True,
                               description=f"Every critical rule of data_contracts/{TREND.contract_id}.odcs.yaml.")
@@ -25,6 +26,10 @@ def capacity_trend(context: dg.AssetExecutionContext, ledger: LedgerResource):
     with user_errors(f"rebuilding {TREND.qualified}"), ledger.compute() as (con, _scratch):
         outcome = rebuild_trend(con, ledger.layout)
     passed = not outcome.validation.failed(CRITICAL)
+    # The trend's first publication adds a view: the warehouse shows every table the run says it published.
+    views = refresh_views(ledger.layout, ledger.warehouse())
+    if views.problem:
+        context.log.warning(views.problem)
     yield dg.MaterializeResult(
         metadata={"rows": outcome.rows, "days": outcome.days, "published": passed},
         check_results=[dg.AssetCheckResult(check_name="contract", passed=passed,

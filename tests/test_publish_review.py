@@ -108,6 +108,36 @@ def test_an_api_only_day_without_a_bill_publishes_with_its_review(api_home: Path
     assert "Published to" in printed and "capacity-review-2026-11-16.html" in printed
 
 
+def test_right_after_a_first_run_the_warehouse_has_every_table_the_run_printed(api_home: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's own query, plain DuckDB from the home folder, right after the home's first run: the trend and
+    the traces tables are published after the day tables' views were written, and have views too."""
+    import duckdb
+
+    code, printed = _run(api_home, DAYS[0], DAYS[1])
+    assert code == 0, printed
+    printed_tables = [line.split()[0] for line in printed.split("Published to", 1)[1].split("\n\n")[0].splitlines()[1:]]
+    assert {"infra.capacity_trend", "infra.cache_whatif_traces", "finance.cost_per_mtok_daily"} <= set(printed_tables)
+    monkeypatch.chdir(api_home)
+    with duckdb.connect("warehouse.duckdb", read_only=True) as con:
+        views = {f"{s}.{v}" for s, v in con.execute("SELECT schema_name, view_name FROM duckdb_views() "
+                                                    "WHERE NOT internal").fetchall()}
+        assert set(printed_tables) <= views
+        assert con.execute("SELECT count(*), sum(cost_total) FROM finance.cost_per_mtok_daily").fetchone() == (
+            2, Decimal("0.03204"))
+        # the trend has no row here (a hosted model has no capacity) but is a table one can query
+        assert con.execute("SELECT count(*) FROM infra.capacity_trend").fetchone() == (0,)
+    code, out = _run_sql(api_home, "SELECT day, cost_total FROM finance.cost_per_mtok_daily ORDER BY day")
+    assert code == 0 and "2026-11-17" in out and "0.016020000000" in out, out
+
+
+def _run_sql(home: Path, query: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["sql", "--home", str(home), query])
+    return code, out.getvalue()
+
+
 def test_a_step_failing_after_the_tables_are_built_leaves_what_readers_see_as_it_was(api_home: Path) -> None:
     """The README's promise: a failed run leaves what readers see as it was. The review fails (as a bug would,
     with an exception) after every table of the day is built; the day before stays published, byte for byte."""
