@@ -1095,10 +1095,11 @@ INTRO = ("Every figure is bound to a model and its serving configuration (model 
          "Capacity is SLO goodput per GPU (output tokens of compliant requests per second), from a verified load "
          "test of the same configuration or, as a lower bound, from the best production window in which every "
          "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and seed 002's "
-         "sizing (the peak's tokens over the goodput per GPU), each with the policy's itemized headroom. Source: the "
-         "published infra.capacity_daily, capacity_plan_daily, load_hourly, slo_daily, slo_hourly, goodput_hourly, "
-         "token_split_daily, cache_whatif_daily and finance.cost_per_mtok_daily (definitions: spec/metrics.md, "
-         "sections 2-6).")
+         "sizing (the peak's tokens over the goodput per GPU), each with the policy's itemized headroom. A hosted-API "
+         "model is provider-managed: it has no capacity figure and is judged on its SLO (as far as its logs carry "
+         "latency) and its cost. Source: the published infra.capacity_daily, capacity_plan_daily, load_hourly, "
+         "slo_daily, slo_hourly, goodput_hourly, token_split_daily, cache_whatif_daily and "
+         "finance.cost_per_mtok_daily (definitions: spec/metrics.md, sections 2-6).")
 # Cells of these columns are coloured by their verdict word.
 _VERDICT_COLUMNS = ("verdict", "SLO")
 
