@@ -217,7 +217,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
              if (f := lake.day_file(exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
     if recon:
-        print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged + skipped, not "
+        print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged + skipped as not "
               "requests):")
         for source, read, accepted, quarantined, merged, skipped, balanced in con.execute(
                 "SELECT source, sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged), "
