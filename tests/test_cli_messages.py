@@ -1,0 +1,66 @@
+"""What `tokenledger` says to ordinary mistakes: one line each, naming what was given and what to do."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import gateway_dir, request, write_jsonl
+from tokenledger.cli import dagster_home_of, main
+
+
+def _said(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    """The exit code and the last line on stderr (argparse's errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["run", "--start", "2026-11-31"], "tokenledger run: error: argument --start: 2026-11-31 is not a calendar date"),
+    (["run", "--start", "16/11/2026"], "tokenledger run: error: argument --start: '16/11/2026' is not a date "
+                                       "(YYYY-MM-DD)"),
+    (["run"], "tokenledger: error: tokenledger run needs a home (--home DIR, or TOKENLEDGER_HOME=DIR in the "
+              "environment) and a first day (--start YYYY-MM-DD)"),
+    (["ui"], "tokenledger: error: tokenledger ui needs a home (--home DIR, or TOKENLEDGER_HOME=DIR in the "
+             "environment)"),
+])
+def test_argument_mistakes_are_one_line(argv: list[str], expected: str, capsys: pytest.CaptureFixture,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOKENLEDGER_HOME", raising=False)
+    assert _said(argv, capsys) == (2, expected)
+
+
+def test_range_mistakes_name_the_option_given(home: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
+    code, line = _said(["run", "--home", str(home), "--start", "2030-01-01"], capsys)
+    assert code == 2 and line.startswith("error: --start 2030-01-01 is not a complete UTC day yet"), line
+    code, line = _said(["run", "--home", str(home), "--start", "2026-11-17", "--end", "2026-11-16"], capsys)
+    assert (code, line) == (2, "error: --end 2026-11-16 is before --start 2026-11-17")
+
+
+def test_a_first_day_that_fails_leaves_its_pending_quarantine_queryable(home: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new home whose first day is blocked (every row quarantined): nothing is published, the message says so
+    without a table of zero rows, and the quarantine the check names can be opened from the home folder."""
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
+    write_jsonl(gateway_dir(home, "2026-11-16") / "bad.jsonl",
+                [request(f"bad-{i}", status="okay") for i in range(3)])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["run", "--home", str(home), "--start", "2026-11-16"])
+    printed = out.getvalue()
+    assert code == 1, printed
+    assert "quality.quarantine_pending" in printed and "Published to" not in printed
+    assert "Nothing of 2026-11-16 is published" in printed
+    monkeypatch.chdir(home)
+    with duckdb.connect("warehouse.duckdb", read_only=True) as con:
+        assert con.execute("SELECT count(*), min(reason) FROM quality.quarantine_pending").fetchone() == (
+            3, "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled")
