@@ -245,12 +245,13 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
     assert daily["moe"] == {"day": D, "model": "moe", "requests": 4, "input_total": 147_000,
                             "input_cached": 141_120, "input_recomputed": 5_880, "cache_hit_ratio": pytest.approx(0.96),
                             "input_overstatement": 25.0, "output_tokens": 500, "input_output_ratio": 294.0,
-                            "input_cache_write": 0, **same}
+                            "input_cache_write": 0, "reasoning_tokens": None, **same}  # no source reports it
     # Models in force without requests: zeros and no ratios.
     none = {"workload_requests": 0, **{k: None for k in same if k != "workload_requests"}}
     assert daily["m8"] == {"day": D, "model": "m8", "requests": 0, "input_total": 0, "input_cached": 0,
                            "input_recomputed": 0, "cache_hit_ratio": None, "input_overstatement": None,
-                           "output_tokens": 0, "input_output_ratio": None, "input_cache_write": 0, **none}
+                           "output_tokens": 0, "input_output_ratio": None, "input_cache_write": 0,
+                           "reasoning_tokens": None, **none}
 
     hourly = {(r["model"], r["hour"]): r for r in rows(home, "infra", "token_split_hourly", DAY)}
     assert len(hourly) == 3 * 24  # m70, m8, moe: every hour
@@ -258,7 +259,7 @@ def test_a_96_percent_hit_day_overstates_input_25_times(home: Path) -> None:
     assert hourly[("moe", 9)] == {"day": D, "hour": 9, "model": "moe", "requests": 2, "input_total": 98_000,
                                   "input_cached": 94_080, "input_recomputed": 3_920,
                                   "cache_hit_ratio": pytest.approx(0.96), "input_overstatement": 25.0,
-                                  "output_tokens": 300, "input_output_ratio": 98_000 / 300}
+                                  "output_tokens": 300, "input_output_ratio": 98_000 / 300, "reasoning_tokens": None}
     # 14:00: s3, and the rejected s4 counted as a request only.
     assert (hourly[("moe", 14)]["requests"], hourly[("moe", 14)]["input_total"],
             hourly[("moe", 14)]["input_output_ratio"]) == (2, 49_000, 245.0)
