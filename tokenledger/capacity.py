@@ -590,7 +590,7 @@ def _history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWind
             day = date.fromisoformat(path.parent.name.removeprefix("day="))
         except ValueError:
             continue
-        if day <= window.day and day not in run_days:
+        if day < window.day and day not in run_days:  # the day itself: as this run computed it
             published.append(literal_path(path))
     for day in sorted(d for d in run_days | {window.day} if d <= window.day):
         if (path := lake.day_file(layout.lake, schema, table, day)).is_file():
@@ -625,7 +625,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         slo=_day_rows(con, layout, window, "infra", "slo_daily"),
         cost_history=_history(con, layout, window, "finance", "cost_per_mtok_daily",
                               "day, model, deployment_id, currency, cost_per_mtok_goodput, cost_total, "
-                              "compliant_output_tokens", run_days),
+                              "compliant_output_tokens, output_tokens", run_days),
         policy=policy,
         deployments=deployments,
         tokens=_day_rows(con, layout, window, "infra", "token_split_daily"),
