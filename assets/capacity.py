@@ -1,8 +1,8 @@
 """Capacity: load tests, demonstrated capacity, daily capacity, load against it, the plan and the review
-(spec/metrics.md, sections 5 and 6).
+(docs/metrics.md, sections 5 and 6).
 
 core.loadtest_steps and core.capacity_windows are internal and say where a capacity figure came from;
-infra.capacity_daily, infra.load_hourly and infra.capacity_plan_daily are published (spec/published.md); the
+infra.capacity_daily, infra.load_hourly and infra.capacity_plan_daily are published (docs/tables.md); the
 capacity review is written after the day is published. The logic is in tokenledger/capacity.py (the rules and
 the queueing math of tokenledger/queueing.py), tokenledger/report.py (the review) and the SQL file named after
 each table.
@@ -39,7 +39,7 @@ def loadtest_steps(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
     with the run's lambda_slo_max, goodput per GPU at it and whether it is verified on every row.
 
     Grain: run_id x step_index, for the runs whose start falls on the UTC day. Source: raw/loadtest/<run_id>/ (every
-    run folder is read; tokenledger/loadtest.py). Definition: spec/metrics.md, 5; contract
+    run folder is read; tokenledger/loadtest.py). Definition: docs/metrics.md, 5; contract
     data_contracts/core_loadtest_steps.odcs.yaml.
     """
     measured: dict[str, Any] = {}
@@ -56,7 +56,7 @@ def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     commitment, with its goodput per GPU: the audit trail of the demonstrated capacity.
 
     Grain: day x model x deployment_id x window_index (every deployment in force). Source: core.gateway_requests
-    judged against config/slo.yaml, core.deployments_daily. Definition: spec/metrics.md, 5; contract
+    judged against config/slo.yaml, core.deployments_daily. Definition: docs/metrics.md, 5; contract
     data_contracts/core_capacity_windows.odcs.yaml.
     """
     return for_each_day(context, ledger,
@@ -72,7 +72,7 @@ def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
 
     Grain: day x model x deployment_id (every deployment in force). Source: core.usage_hourly,
     core.deployments_daily, core.capacity_windows, core.loadtest_steps (every day up to this one),
-    finance.cost_per_mtok_daily, config/costs.yaml list prices. Definition: spec/metrics.md, 2 and 5.
+    finance.cost_per_mtok_daily, config/costs.yaml list prices. Definition: docs/metrics.md, 2 and 5.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_daily(con, ledger.layout, window),
                         needs_config=True)
@@ -86,7 +86,7 @@ def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
 
     Grain: day x hour (0-23) x model (every model in force, all 24 hours). Source: core.usage_hourly,
     core.gateway_requests, infra.capacity_daily, the previous day's infra.load_hourly, config/slo.yaml (peak_basis).
-    Definition: spec/metrics.md, 6.
+    Definition: docs/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window),
                         needs_config=True)
@@ -100,7 +100,7 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
 
     Grain: day x model x deployment_id (every deployment in force). Source: core.gateway_requests,
     core.deployments_daily, infra.capacity_daily, infra.load_hourly, config/slo.yaml. Definition:
-    spec/metrics.md, 6.
+    docs/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
                         needs_config=True)
@@ -116,7 +116,7 @@ def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -
     Written before the day is published, from the day's finished tables, and published with them in one switch
     (publish/exports): a day whose review fails is not published, and a published day always has its review.
     Grain: one report per UTC day. Source: the day's infra and finance tables and the $/MTok under SLO of every
-    day up to it. Definition: spec/published.md, Reports.
+    day up to it. Definition: docs/tables.md, Reports.
     """
     run_days = frozenset(days_of(context))
     result = for_each_day(context, ledger,

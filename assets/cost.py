@@ -1,6 +1,6 @@
 """Cost: the bill allocated to deployments, cost per 1M tokens, tenant showback and reconciliation (metrics.md, 4).
 
-core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (spec/published.md)
+core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (docs/tables.md)
 once the blocking check `cost_reconciliation_balanced` (assets/checks.py, run in the reconciliation's step) has
 passed for the day, and so is the showback as a FinOps FOCUS dataset, focus.cost_and_usage_daily. The logic is in
 tokenledger/cost.py and the SQL file named after each table.
@@ -28,7 +28,7 @@ def cost_lines(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
 
     Grain: day x cost line (a FOCUS row of core.billing_charges, or the rate-card row of an on-premises deployment
     version). Source: core.billing_charges, core.deployments_daily, config/costs.yaml. Definition:
-    spec/metrics.md, 4; contract data_contracts/core_cost_lines.odcs.yaml.
+    docs/metrics.md, 4; contract data_contracts/core_cost_lines.odcs.yaml.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_cost_lines(con, ledger.layout, window),
                         needs_config=True)
@@ -40,7 +40,7 @@ def cost_allocation_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
     unallocated.
 
     Grain: day x currency x source x placement x deployment_id x category. Source: core.cost_lines. Definition:
-    spec/metrics.md, 4; contract data_contracts/core_cost_allocation_daily.odcs.yaml.
+    docs/metrics.md, 4; contract data_contracts/core_cost_allocation_daily.odcs.yaml.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_cost_allocation(con, ledger.layout, window),
                         needs_config=True)
@@ -51,7 +51,7 @@ def cost_per_mtok_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
     """Cost per deployment by category, and per 1M tokens: delivered, under SLO, over all tokens, per token class.
 
     Grain: day x model x deployment_id x currency (deployments allocated cost). Source: core.cost_allocation_daily,
-    core.usage_hourly. Definition: spec/metrics.md, 4; spec/published.md, finance.
+    core.usage_hourly. Definition: docs/metrics.md, 4; docs/tables.md, finance.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_cost_per_mtok(con, ledger.layout, window),
                         needs_config=True)
@@ -62,7 +62,7 @@ def tenant_showback_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
     """Each tenant's share of a model's daily cost by weighted tokens; a model's tenants add up to its cost.
 
     Grain: day x tenant_id x model x currency. Source: core.usage_hourly, finance.cost_per_mtok_daily.
-    Definition: spec/metrics.md, 4; spec/published.md, finance.
+    Definition: docs/metrics.md, 4; docs/tables.md, finance.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_tenant_showback(con, ledger.layout, window),
                         needs_config=True)
@@ -87,7 +87,7 @@ def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerR
     """The bill against where its cost went: billed EffectiveCost = allocated + unallocated, per currency.
 
     Grain: day x currency. Source: core.billing_charges, core.cost_lines, core.cost_allocation_daily.
-    Definition: spec/metrics.md, 4 (reconciliation); spec/published.md, finance.
+    Definition: docs/metrics.md, 4 (reconciliation); docs/tables.md, finance.
     """
     return for_each_day(context, ledger,
                         lambda con, window, _: build_cost_reconciliation(con, ledger.layout, window),

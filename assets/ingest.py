@@ -1,4 +1,4 @@
-"""Ingest: the three sources, typed by their contracts, one UTC day at a time (spec/inputs.md)."""
+"""Ingest: the three sources, typed by their contracts, one UTC day at a time (docs/inputs.md)."""
 
 
 from pathlib import Path
@@ -34,7 +34,7 @@ def deployments_daily(context: dg.AssetExecutionContext, ledger: LedgerResource)
     """Deployment versions in force each UTC day, with the hours each was in force and its GPU-hours.
 
     Grain: day x deployment version (a mid-day scale-up gives two rows). Source: config/deployments.yaml,
-    checked against data_contracts/deployments.odcs.yaml. Definition: spec/inputs.md, Deployments.
+    checked against data_contracts/deployments.odcs.yaml. Definition: docs/inputs.md, Deployments.
     """
     return for_each_day(
         context, ledger, lambda con, window, _: _counts(ingest_deployments_day(con, ledger.layout, window)),
@@ -46,7 +46,7 @@ def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     """Every request of the UTC day, typed by the gateway_request contract, duplicates merged.
 
     Grain: day x request_id. Source: raw/gateway/dt=YYYY-MM-DD/ (*.jsonl, *.jsonl.gz, *.parquet). Rows that break
-    the contract go to quality.quarantine. Definition: spec/inputs.md, Gateway request log.
+    the contract go to quality.quarantine. Definition: docs/inputs.md, Gateway request log.
     """
     return for_each_day(
         context, ledger, lambda con, window, scratch: _counts(ingest_gateway_day(
@@ -58,7 +58,7 @@ def billing_charges(context: dg.AssetExecutionContext, ledger: LedgerResource) -
     """FOCUS charge rows overlapping each UTC day, with the day's prorated share of their cost.
 
     Grain: day x FOCUS row. Source: every export in raw/billing/ (FOCUS 1.0-1.2, CSV or Parquet). A charge
-    period spanning days is split by overlap; credits keep their negative sign. Definition: spec/metrics.md, 4.
+    period spanning days is split by overlap; credits keep their negative sign. Definition: docs/metrics.md, 4.
     """
     staged: dict[str, list[Path]] = {}
 

@@ -5,7 +5,7 @@ what-if's traces table are upstream of it, so a step that fails anywhere leaves 
 run's days are staged (each table's day file, finance also as a formula-safe CSV, the core tables, the review and
 a manifest) with the traces table, then published together in one switch of `.published/current`
 (tokenledger/publishing.py), so a reader sees the old days or the new ones, never a mix or nothing
-(spec/published.md). The warehouse views read through that switch and are rewritten only when the set of tables
+(docs/tables.md). The warehouse views read through that switch and are rewritten only when the set of tables
 changes (tokenledger/warehouse.py). The trend (assets/trend.py) is rebuilt after it, from every published day.
 """
 
@@ -41,7 +41,7 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
     """The run's days of every published table in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/ (one
     Parquet dataset per table, the day in the folder name; finance also as CSV under exports/csv/), the core
     tables behind the warehouse's core views, and a manifest per day, switched in together.
-    Grain: day x published table. Definition: spec/published.md; the layout: docs/decisions.md."""
+    Grain: day x published table. Definition: docs/tables.md; the layout: docs/decisions.md."""
     layout = ledger.layout
     staging = Staging(layout)
 

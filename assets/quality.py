@@ -1,4 +1,4 @@
-"""Quality tables: what was quarantined and how every day and source reconciles (spec/published.md, quality)."""
+"""Quality tables: what was quarantined and how every day and source reconciles (docs/tables.md, quality)."""
 
 
 import dagster as dg

@@ -1,4 +1,4 @@
-"""Capacity, load and the capacity plan of one UTC day (spec/metrics.md, sections 5 and 6).
+"""Capacity, load and the capacity plan of one UTC day (docs/metrics.md, sections 5 and 6).
 
 Request-level work runs in the step's DuckDB, in the SQL file named after what it builds; only small aggregates
 reach Python: one row per deployment (its demonstrated figure, the load test that speaks for it, its plan inputs)

@@ -226,11 +226,14 @@ def render_tables() -> str:
     out += [
         "## Reports",
         "",
-        "`reports/capacity-review-YYYY-MM-DD.html` and `.md`: the day's capacity review, written from the published "
-        "tables above. It leads with one verdict row per model (SLO met or which figure missed, GPUs needed against "
-        "GPUs in force, $/MTok under SLO, the capacity basis, hours over capacity), then per model the SLO, "
-        "workload, baseline, peak, failure, lag, headroom and validation items, with charts. "
-        "See [decisions.md](decisions.md#the-capacity-review).",
+        "`reports/capacity-review-YYYY-MM-DD.html` and `.md`: the day's capacity review, written from the day's "
+        "tables above and published with them in the same switch (a published day always has its review; a day "
+        "whose review fails is not published). It leads with one verdict row per self-hosted model (SLO met or "
+        "which figure missed, GPUs needed against GPUs in force, $/MTok under SLO, the capacity basis, hours over "
+        "capacity) and one per hosted-API model (requests, the token split with its cache share, $/MTok delivered "
+        "and under SLO, latency where the logs carry it, no capacity: provider-managed), then per model the SLO, "
+        "workload, baseline, peak, failure, lag, headroom and validation items, with charts; a section without data "
+        "is left out with one line saying why. See [decisions.md](decisions.md#the-capacity-review).",
         "",
     ]
     return "\n".join(out)

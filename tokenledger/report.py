@@ -1099,7 +1099,7 @@ INTRO = ("Every figure is bound to a model and its serving configuration (model 
          "model is provider-managed: it has no capacity figure and is judged on its SLO (as far as its logs carry "
          "latency) and its cost. Source: the published infra.capacity_daily, capacity_plan_daily, load_hourly, "
          "slo_daily, slo_hourly, goodput_hourly, token_split_daily, cache_whatif_daily and "
-         "finance.cost_per_mtok_daily (definitions: spec/metrics.md, sections 2-6).")
+         "finance.cost_per_mtok_daily (definitions: docs/metrics.md, sections 2-6).")
 # Cells of these columns are coloured by their verdict word.
 _VERDICT_COLUMNS = ("verdict", "SLO")
 
