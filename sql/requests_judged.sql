@@ -1,4 +1,4 @@
--- Every request of the day judged against its model's SLO policy (spec/metrics.md, section 1): its UTC hour,
+-- Every request of the day judged against its model's SLO policy (docs/metrics.md, section 1): its UTC hour,
 -- ISL bucket and TTFT limit, whether it reached the model, is effective, succeeded, failed, and complied.
 -- A request without ttft_ms has no output token (the contract requires it otherwise); its wait for the whole
 -- (empty) response, e2e_ms, is judged against the TTFT limit instead. A request whose source measures no latency

@@ -1,5 +1,5 @@
 -- finance.tenant_showback_daily: each tenant's share of a model's cost on the UTC day, by weighted tokens
--- (spec/metrics.md, section 4): weighted_tokens = input_cached * w_cached + input_recomputed * w_recomputed +
+-- (docs/metrics.md, section 4): weighted_tokens = input_cached * w_cached + input_recomputed * w_recomputed +
 -- output_tokens * w_output (output_tokens: output produced, successful requests; input over reached requests; the
 -- weights are day_token_class_weights, sql/token_class_weights_day.sql: for a hosted-API model its price sheet's,
 -- as in finance.cost_per_mtok_daily, so a tenant's share is its share of the sheet cost), cost_share =

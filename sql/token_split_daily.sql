@@ -1,5 +1,5 @@
 -- infra.token_split_daily: per model and UTC day, input as three figures (total, cached, recomputed) over the
--- requests that reached the model, with the ratios that put them side by side (spec/metrics.md, section 3).
+-- requests that reached the model, with the ratios that put them side by side (docs/metrics.md, section 3).
 -- Every model in force on the day has a row; a model without requests has zeros and NULL ratios. Beside them, the
 -- workload of seed 002's review template: ISL and OSL quantiles (linear interpolation, quantile_cont) over the
 -- successful requests, and their correlation.

@@ -1,6 +1,6 @@
 -- core.usage_hourly: the usage cube of the UTC day, one row per (hour, model, deployment_id, tenant_id,
 -- isl_bucket) that had requests. Counts by outcome, the three input figures and output over reached requests,
--- output produced (successful) and compliant output (spec/metrics.md, sections 1-3), and the reasoning tokens
+-- output produced (successful) and compliant output (docs/metrics.md, sections 1-3), and the reasoning tokens
 -- within output and within output produced where the sources report them.
 SELECT
     $day::DATE AS day,
