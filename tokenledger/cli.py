@@ -13,6 +13,7 @@ its checks stops only itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -425,11 +426,47 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    """`dagster dev` on the home, in a process group of its own: Ctrl-C or a SIGTERM to this process ends the
+    webserver, the daemon and the code servers with it, so the port is free afterwards."""
+    import signal
+
     layout = use_home(args.home)
-    print(f"Dagster UI for {layout.home} on http://{args.host}:{args.port} (Ctrl-C to stop)")
+    print(f"Dagster UI for {layout.home} on http://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
     # Without -m, dagster reads pyproject.toml's [tool.dagster]: the code location is named `tokenledger`.
     command = [sys.executable, "-m", "dagster", "dev", "-h", args.host, "-p", str(args.port)]
-    return subprocess.call(command, cwd=PROJECT_ROOT)
+    child = subprocess.Popen(command, cwd=PROJECT_ROOT, start_new_session=True)
+
+    def forward(signum, _frame) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _end_group(child.pid)
+    return 0 if code in (0, -signal.SIGINT, -signal.SIGTERM) else code
+
+
+def _end_group(pgid: int, grace_s: float = 10.0) -> None:
+    """Whatever is left of a process group: SIGTERM, then SIGKILL after `grace_s`."""
+    import signal
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
 
 def _home_option(parser: argparse.ArgumentParser, what: str) -> None:
