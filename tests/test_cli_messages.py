@@ -64,3 +64,25 @@ def test_a_first_day_that_fails_leaves_its_pending_quarantine_queryable(home: Pa
     with duckdb.connect("warehouse.duckdb", read_only=True) as con:
         assert con.execute("SELECT count(*), min(reason) FROM quality.quarantine_pending").fetchone() == (
             3, "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled")
+
+
+def test_a_long_warning_is_one_line_with_its_counts_the_worst_day_and_where_to_read_the_rest() -> None:
+    from tokenledger.cli import summarize_warning
+
+    per_day = "8 row(s) quarantined (cached_within_input 1, e2e_after_ttft 1, input_tokens 1, status 1)"
+    quarantine = ("quality/ingest_reconciliation_daily:quarantine_empty: 2026-11-16 anthropic: 3 row(s) quarantined "
+                  "(line is not valid JSON 3); " + "; ".join(f"2026-11-{d} gateway: {per_day}" for d in range(16, 23)))
+    assert summarize_warning(quarantine, Path("/h")) == (
+        "quality/ingest_reconciliation_daily:quarantine_empty: 8 entries from 2026-11-16 to 2026-11-22, most on "
+        "2026-11-16 (2); the first: 2026-11-16 anthropic: 3 row(s) quarantined (line is not valid JSON 3). All of "
+        'it: tokenledger sql --home /h "SELECT * FROM quality.quarantine".')
+    listed = "; ".join(f"2026-11-{d} api-{i} (model m{i})" for d in (17, 18, 19) for i in (1, 2, 3))
+    idle = (f"core/gateway_requests:deployments_with_requests: deployments in force with no request that day: "
+            f"{listed} and 9 more. If they served traffic, their logs are missing: land them and re-run the day.")
+    assert summarize_warning(idle, Path("/h")) == (
+        "core/gateway_requests:deployments_with_requests: deployments in force with no request that day: 18 entries "
+        "from 2026-11-17 on; the first: 2026-11-17 api-1 (model m1). If they served traffic, their logs are missing: "
+        "land them and re-run the day. All of it: the check in the Dagster UI (tokenledger ui) or tokenledger run "
+        "--verbose.")
+    short = "core/billing_charges:billing_fresh: 2026-11-16: no billing rows by 2026-11-18 12:00 UTC"
+    assert summarize_warning(short, Path("/h")) == short

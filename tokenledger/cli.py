@@ -215,6 +215,51 @@ def _failure_messages(result) -> list[str]:
     return messages
 
 
+_DAY_ENTRY = re.compile(r"^(\d{4}-\d{2}-\d{2})\b")
+_MORE = re.compile(r"\s+and (\d+) more\b\.?\s*")
+
+
+def summarize_warning(message: str, home: Path, limit: int = 200) -> str:
+    """One line for a warning check's message (`asset:check: what: entry; entry; ... [and N more.] [advice]`,
+    entries led by their day): a short one as it is; a long one as its count of entries, the days they fall on and
+    the busiest, the first entry, the advice, and where to read all of it."""
+    one_line = " ".join(message.split())
+    if len(one_line) <= limit:
+        return one_line
+    check, _, body = one_line.partition(": ")  # the asset:check key
+    what = ""
+    if not _DAY_ENTRY.match(body) and ": " in body:
+        what, _, body = body.partition(": ")
+    entries = [e.strip() for e in body.split("; ") if e.strip()]
+    advice, more = "", 0
+    if entries:
+        last = entries[-1]
+        if found := _MORE.search(last):
+            more = int(found.group(1))
+            last, advice = last[:found.start()], last[found.end():]
+        elif ". " in last:
+            last, advice = last.split(". ", 1)
+        entries[-1] = last
+    days: dict[str, int] = {}
+    for entry in entries:
+        if found := _DAY_ENTRY.match(entry):
+            days[found.group(1)] = days.get(found.group(1), 0) + 1
+    first = entries[0] if entries else body
+    first = first if len(first) <= 100 else first[:97] + "..."
+    spread = ""
+    if days and more:  # the check listed only the first entries: their days say where it starts
+        spread = f" from {min(days)} on"
+    elif days:
+        busiest = max(sorted(days), key=days.get)
+        spread = (f" from {min(days)} to {max(days)}" if len(days) > 1 else f" on {busiest}") + (
+            f", most on {busiest} ({days[busiest]})" if len(days) > 1 and days[busiest] > 1 else "")
+    where = (f'tokenledger sql --home {home} "SELECT * FROM quality.quarantine"' if "quarantine" in check
+             else "the check in the Dagster UI (tokenledger ui) or tokenledger run --verbose")
+    advice = f" {advice.strip()}" if advice.strip() else ""
+    return (f"{check}: {what + ': ' if what else ''}{len(entries) + more} entries{spread}; the first: {first}."
+            f"{advice} All of it: {where}.")
+
+
 def print_published(layout: HomeLayout, start: date, end: date) -> None:
     """What the range published and where: rows per table, the reconciliation, the quarantine."""
     import duckdb
@@ -348,7 +393,8 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
             print(f"{day}  published")
             day += timedelta(days=1)
         for message in _check_messages(result, "WARN"):
-            print("    warning: " + message.replace("\n", "\n    "))
+            print("    warning: " + (message.replace("\n", "\n    ") if verbose
+                                      else summarize_warning(message, layout.home)))
             warned.append(message)
 
     # The first process to open a new instance creates its SQLite storage; runs started together must not race.
