@@ -49,7 +49,7 @@ def test_a_day_without_cost_rows_leaves_the_cost_chart_out_and_says_why() -> Non
     assert _charts(page) == ["load", "attainment"]
     _says("No cost rows for this day: no bill and no priced API usage, so there is no $/MTok chart.", page, markdown)
     (row,) = verdict_table(review).rows
-    assert row[5] == "—"
+    assert row[6] == "—"
     # The chart function itself draws an empty history rather than failing.
     assert "no cost per MTok under SLO published yet" in cost_chart([], DAY)
 
@@ -83,14 +83,14 @@ def test_a_day_without_a_load_test_or_capacity_figure() -> None:
                             "over_capacity": None} for h in range(24)])
     page, markdown = _both(review)
     (row,) = verdict_table(review).rows
-    assert row == ["m", "met", "—", "—", "—", "2.0000 USD", "no capacity figure", "—"]
+    assert row == ["m", "met", "—", "—", "—", "—", "2.0000 USD", "no capacity figure", "—"]
     assert "Validation</td><td>no capacity figure: —. Load-test run none;" in page
     assert "UTC hour — demand bars (red: over capacity), no capacity figure" in page
     # Two deployments of the model, one without its GPUs in force: no partial sum is shown as the model's.
     two = _review(HEALTHY, capacity=[_cap(), _cap(deployment_id="m-b")],
                   plan=[_plan(), _plan(deployment_id="m-b", gpus_deployed=None, hours_over_capacity=5)])
     (row,) = verdict_table(two).rows
-    assert (row[3], row[4], row[7]) == ("—", "—", "5")
+    assert (row[3], row[4], row[8]) == ("—", "—", "5")
     _both(two)
 
 

@@ -83,7 +83,7 @@ def test_the_verdict_names_the_missed_figures() -> None:
     # needed against 16 in force: 3.6 to spare. The capacity fell back to the demonstrated lower bound because the
     # load test measured the previous engine.
     assert row == ["m", "missed", "bucket 4k-32k attainment 0.9820 < 0.99; success rate 0.9991 < 0.9995",
-                   "12.40 / 16.00", "surplus 3.60", "2.0000 USD",
+                   "12.40 / 16.00", "surplus 3.60", "—", "2.0000 USD",
                    "demonstrated lower bound (load test lt-1 measured another configuration: engine_version "
                    "0.6.3 → 0.7.0)", "3"]
     # A P99 over its limit and a deficit read the same way.

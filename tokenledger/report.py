@@ -234,6 +234,151 @@ def capacity_basis(cap: Row) -> str:
     return text
 
 
+# --- GPUs needed: one figure, its rule and its parts (docs/metrics.md, section 6) ----------------------------------
+
+# The two sizings of infra.capacity_plan_daily's binding_sizing, in the review's words.
+SIZING_NAMES = {"erlang_c": "Erlang C plan", "goodput": "peak sizing"}
+LOWER_BOUND = "demonstrated capacity is a lower bound: run a load test before buying"
+REFERENCE = "the load test is a reference figure, not verified: verify it before buying"
+# The policy's headroom percentages, in the order they are applied (each on top of the ones before it).
+HEADROOM_PARTS = (("scaling_lag", "scaling lag"), ("forecast_error", "forecast error"), ("release", "release"),
+                  ("jitter", "jitter"))
+
+
+def gpus_needed_of(plan: Row) -> float | None:
+    """GPUs needed, the one figure the review prints under that name: the larger of the two sizings with the
+    headroom policy (gpus_needed_binding), the Erlang C plan's where a row has no binding figure."""
+    return plan["gpus_needed_binding"] if "gpus_needed_binding" in plan else plan.get("gpus_needed")
+
+
+def _sizing_base(plan: Row) -> float | None:
+    """The binding sizing's GPUs before headroom: the Erlang C plan's replicas in GPUs, or the peak sizing's."""
+    return plan.get("goodput_sizing_base_gpus") if plan.get("binding_sizing") == "goodput" else plan.get("base_gpus")
+
+
+def _headroom_gpus(plan: Row) -> tuple[float, float] | None:
+    """(the headroom percentages' GPUs, the failure replicas' GPUs) that take the binding sizing's base to GPUs
+    needed; None when a part is not in the row."""
+    needed, base, failure = gpus_needed_of(plan), _sizing_base(plan), plan.get("headroom_failure_gpus")
+    if needed is None or base is None or failure is None:
+        return None
+    return needed - base - failure, failure
+
+
+def sizing_text(plan: Row) -> str:
+    """What sets GPUs needed, short: 'peak sizing 1.12 + headroom 1.37' (the larger sizing before headroom, and
+    what the headroom policy adds), '—' without a figure."""
+    name = SIZING_NAMES.get(plan.get("binding_sizing"))
+    if gpus_needed_of(plan) is None or name is None:
+        return "—"
+    parts = _headroom_gpus(plan)
+    if parts is None:
+        return f"{name} with the headroom policy"
+    base = _sizing_base(plan)
+    return f"{name} {fmt(base, 'gpus')} + headroom {fmt(_shown(gpus_needed_of(plan)) - _shown(base), 'gpus')}"
+
+
+def _sizing_detail(plan: Row) -> str:
+    """The binding sizing in words, with the figures it is computed from."""
+    basis = PEAK_BASIS.get(plan.get("peak_basis"), "planning peak")
+    if plan.get("binding_sizing") == "goodput":
+        return (f"the peak sizing ({fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s in the {basis} / "
+                f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU)")
+    replicas = plan.get("replicas_needed_erlang")
+    return (f"the Erlang C plan ({fmt(plan.get('erlang_c_slots'), 'int')} slots for the concurrency of the {basis}: "
+            f"{fmt(replicas, 'int')} replica(s) of {fmt(plan.get('gpus_per_replica'), 'int')} GPUs)")
+
+
+def _on_lower_bound(plan: Row, cap: Row | None) -> str | None:
+    """The sentence a deficit carries when it rests on a capacity figure that is not a verified measurement: the
+    peak sizing divides by the capacity per GPU (the Erlang C plan does not use it)."""
+    if cap is None or plan.get("binding_sizing") != "goodput":
+        return None
+    if cap.get("capacity_source") == "demonstrated":
+        return LOWER_BOUND
+    if cap.get("capacity_source") == "loadtest" and cap.get("capacity_verified") is False:
+        return REFERENCE
+    return None
+
+
+def deficit_is_bounded(plan: Row, cap: Row | None) -> bool:
+    needed, deployed = gpus_needed_of(plan), plan.get("gpus_deployed")
+    return (needed is not None and deployed is not None and needed > deployed
+            and _on_lower_bound(plan, cap) is not None)
+
+
+def gpus_needed_line(review: Review, plan: Row) -> str | None:
+    """One deployment's GPUs needed in words: the figure against the GPUs in force, what binds it (the Erlang C
+    plan or the peak sizing, and the headroom policy on top; the headroom policy alone when the peak fits in the
+    GPUs in force), the surplus or deficit as the sum of its parts, and the lower-bound sentence when a deficit
+    rests on a lower-bound capacity."""
+    needed, deployed = gpus_needed_of(plan), plan.get("gpus_deployed")
+    if needed is None or deployed is None:
+        return None
+    several = sum(1 for p in review.plan if p["model"] == plan["model"]) > 1
+    who = plan["model"] + (f" on {plan['deployment_id']}" if several else "")
+    gap = deployed - needed
+    text = f"{who}: GPUs needed {fmt(needed, 'gpus')} against {fmt(deployed, 'gpus')} in force, {_surplus(gap)}"
+    parts, base = _headroom_gpus(plan), _sizing_base(plan)
+    if parts is None or plan.get("binding_sizing") not in SIZING_NAMES:
+        return text + "."
+    pct, failure = parts
+    basis = PEAK_BASIS.get(plan.get("peak_basis"), "planning peak")
+    # The parts as printed add up to GPUs needed as printed: the base and the failure GPUs (whole replicas) are
+    # rounded, and the percentages' GPUs are what is left, so a rounding cent lands there.
+    failure_shown = _shown(failure)
+    pct_shown = _shown(needed) - _shown(base) - failure_shown
+    beyond = _shown(base) - deployed
+    spare = f" with {fmt(-beyond, 'gpus')} to spare" if beyond < 0 else ""
+    text += f". {_capital(_sizing_detail(plan))} needs {fmt(base, 'gpus')} GPUs before headroom"
+    if gap < 0 and base > deployed:
+        text += f", {fmt(beyond, 'gpus')} more than in force"
+        if plan.get("binding_sizing") == "goodput" and plan.get("hours_over_capacity") == 0:
+            text += f" (the {basis} ran over the capacity of the GPUs in force, though no whole hour did)"
+    elif gap < 0:
+        text += f", which the GPUs in force hold{spare}: the headroom policy binds"
+    replicas, total = plan.get("headroom_failure_replicas"), plan.get("headroom_pct_total")
+    text += (f"; the headroom policy adds {fmt(pct_shown, 'gpus')}"
+             + (f" ({fmt(total, 'pct')} for scaling lag, forecast error, release and jitter)" if total is not None
+                else "")
+             + f" and {fmt(failure_shown, 'gpus')}"
+             + (f" so that {replicas} replica(s) may fail" if replicas is not None else " for failures"))
+    if gap < 0 and base > deployed:
+        text += (f": deficit {fmt(-gap, 'gpus')} = {fmt(beyond, 'gpus')} + {fmt(pct_shown, 'gpus')} + "
+                 f"{fmt(failure_shown, 'gpus')}")
+    elif gap < 0:
+        text += (f": deficit {fmt(-gap, 'gpus')} = {fmt(pct_shown, 'gpus')} + {fmt(failure_shown, 'gpus')} of "
+                 "headroom" + (f" - {fmt(-beyond, 'gpus')} spare" if beyond < 0 else ""))
+    other = "goodput" if plan.get("binding_sizing") == "erlang_c" else "erlang_c"
+    other_needed = plan.get("gpus_needed_goodput" if other == "goodput" else "gpus_needed")
+    if other_needed is not None:
+        text += f". The {SIZING_NAMES[other]} with the same headroom needs {fmt(other_needed, 'gpus')}"
+    text += "."
+    cap = next((c for c in review.capacity if c["deployment_id"] == plan["deployment_id"]), None)
+    if gap < 0 and (caveat := _on_lower_bound(plan, cap)) is not None:
+        erlang = plan.get("gpus_needed")
+        firm = (f"; at least {fmt(erlang - deployed, 'gpus')} by the Erlang C plan, which does not use the capacity "
+                "figure" if erlang is not None and erlang > deployed else "")
+        text += f" {_capital(caveat)} (the deficit is at most {fmt(-gap, 'gpus')}{firm})."
+    return text
+
+
+def _shown(value: float) -> float:
+    """A GPU figure as `fmt(value, 'gpus')` prints it (two decimals)."""
+    return round(value, 2)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def gpus_needed_lines(review: Review) -> list[str]:
+    """GPUs needed in words for every GPU deployment the verdict judges, in its order."""
+    models = set(_models(review))
+    return [line for p in sorted(review.plan, key=lambda p: (p["model"], p["deployment_id"]))
+            if p["model"] in models and (line := gpus_needed_line(review, p))]
+
+
 def verdict_table(review: Review) -> Table:
     """The answer first (seed 002's review leads with its verdict): per model, SLO met or missed and which figure
     missed, GPUs needed against GPUs in force with the surplus or deficit, $/MTok under SLO, the capacity basis
@@ -245,23 +390,29 @@ def verdict_table(review: Review) -> Table:
         misses = missed_figures(review, model)
         slo = "not judged" if met is None else "met" if met else "missed"
         plans = [p for p in review.plan if p["model"] == model]
-        needed = [p.get("gpus_needed_binding", p.get("gpus_needed")) for p in plans]
+        needed = [gpus_needed_of(p) for p in plans]
         in_force = [p.get("gpus_deployed") for p in plans]
         # A sum over the model's deployments only when every one of them has the figure: a partial sum would read
         # as the model's.
         sized = bool(plans) and None not in needed and None not in in_force
         gpus = f"{fmt(sum(needed), 'gpus')} / {fmt(sum(in_force), 'gpus')}" if sized else "—"
         surplus = _surplus(sum(in_force) - sum(needed)) if sized else "—"
+        caps_of = {c["deployment_id"]: c for c in review.capacity}
+        if sized and sum(in_force) < sum(needed) and any(deficit_is_bounded(p, caps_of.get(p["deployment_id"]))
+                                                         for p in plans):
+            surplus += " (at most: lower-bound capacity)"
+        set_by = "; ".join((f"{p['deployment_id']}: " if len(plans) > 1 else "") + sizing_text(p) for p in plans
+                           ) if sized else "—"
         cost, currency = model_cost_per_mtok(review, model)
         caps = [c for c in review.capacity if c["model"] == model]
         basis = "; ".join((f"{c['deployment_id']}: " if len(caps) > 1 else "") + capacity_basis(c) for c in caps)
         hours = max((p["hours_over_capacity"] for p in plans if p.get("hours_over_capacity") is not None),
                     default=None)
         rows.append([model, slo, "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
-                     gpus, surplus, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
+                     gpus, surplus, set_by, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
     return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
-                                       "surplus (deficit)", "$/MTok under SLO", "capacity basis",
-                                       "hours over capacity"], rows, numeric={3, 4, 5, 7})
+                                       "surplus (deficit)", "GPUs needed set by", "$/MTok under SLO",
+                                       "capacity basis", "hours over capacity"], rows, numeric={3, 4, 6, 8})
 
 
 def model_cost_per_mtok_delivered(review: Review, model: str) -> tuple[float | None, str | None]:
@@ -371,12 +522,12 @@ def summary_table(review: Review) -> Table:
             source_label(cap), fmt(cap["daily_capacity_tokens"], "tokens"), fmt(cap["utilization"], "pct"),
             fmt(cap["cost_per_mtok_goodput"], "money_mtok", currency), fmt(cap["daily_value"], "money", currency),
             fmt(cap["daily_cost_at_capacity"], "money", currency),
-            f"{fmt(plan.get('gpus_needed'), 'gpus')} / {fmt(plan.get('gpus_deployed'), 'gpus')}",
+            f"{fmt(gpus_needed_of(plan), 'gpus')} / {fmt(plan.get('gpus_deployed'), 'gpus')}", sizing_text(plan),
         ])
     return Table("Capacity per model and configuration",
                  ["model", "deployment", "configuration", "capacity (tok/s per GPU)", "source",
                   "daily capacity (output tokens)", "utilization", "$/MTok under SLO", "daily value",
-                  "daily cost at capacity", "GPUs needed (Erlang C) / deployed"], rows,
+                  "daily cost at capacity", "GPUs needed / deployed", "GPUs needed set by"], rows,
                  numeric={3, 5, 6, 7, 8, 9, 10})
 
 
@@ -561,7 +712,8 @@ def template_table(review: Review, cap: Row) -> Table:
     workload = (f"{cap['model']} on {configuration(cap, inventory)}"
                 + (f" ({plan['gpus_deployed'] / inventory['gpus_per_replica']:g} replicas of "
                    f"{inventory['gpus_per_replica']} GPUs, {fmt(slots, 'rate')} slots each"
-                   + (" measured at lambda_slo_max" if plan.get("slots_per_replica_source") == "loadtest" else "")
+                   + (" measured at the highest load-test rate within SLO"
+                      if plan.get("slots_per_replica_source") == "loadtest" else "")
                    + ")" if replicas else "")
                 + f"; {fmt(plan.get('requests'), 'int')} requests, {fmt(cap['output_tokens'], 'tokens')} output "
                   f"tokens produced; ISL P50 {fmt(tok.get('isl_p50'), 'tokens')} / P99 "
@@ -574,7 +726,8 @@ def template_table(review: Review, cap: Row) -> Table:
                   f"({cap['mean_output_per_step_source']}), {fmt(cap['sessions'], 'int')} agent sessions")
     baseline = (f"{identity(cap)}; {fmt(cap['capacity_goodput_per_gpu'], 'rate')} tok/s per GPU under SLO, "
                 f"{source_label(cap)}"
-                + (f", lambda_slo_max {fmt(cap['lambda_slo_max'], 'rate')} req/s" if cap["lambda_slo_max"] else "")
+                + (f", highest load-test rate within SLO {fmt(cap['lambda_slo_max'], 'rate')} req/s"
+                   if cap["lambda_slo_max"] else "")
                 + f"; daily capacity {fmt(cap['daily_capacity_tokens'], 'tokens')} output tokens, utilization "
                   f"{fmt(cap['utilization'], 'pct')}; the day ran {fmt(cap['goodput_per_gpu'], 'rate')} tok/s per "
                   f"GPU and {fmt(cap.get('goodput_per_watt'), 'rate')} tok/s per watt under SLO; $/MTok under SLO "
@@ -582,38 +735,33 @@ def template_table(review: Review, cap: Row) -> Table:
                   f"daily value {fmt(cap['daily_value'], 'money', currency)}, daily cost at capacity "
                   f"{fmt(cap['daily_cost_at_capacity'], 'money', currency)}; supported agent steps "
                   f"{fmt(cap['supported_agent_steps'], 'tokens')}; task attainment "
-                  f"{fmt(cap['task_attainment'], 'ratio')} against attainment ** mean steps "
+                  f"{fmt(cap['task_attainment'], 'ratio')} against the expected (the model's attainment to the "
+                  "power of the mean steps per task) "
                   f"{fmt(cap['expected_task_attainment'], 'ratio')}")
     peak = _peak_text(review, cap["model"], plan)
     failure = (f"N-{plan.get('headroom_failure_replicas', '—')}: {plan.get('headroom_failure_replicas', '—')} "
                f"replica(s) out keep the SLO = {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs"
                + _failures_text(review, cap["model"]))
     lag = _lag_text(plan)
-    headroom = (f"Erlang C: base {fmt(plan.get('base_gpus'), 'gpus')} GPUs "
-                f"({fmt(plan.get('replicas_needed_erlang'), 'int')} replica(s) for "
-                f"{fmt(plan.get('erlang_c_slots'), 'int')} Erlang C slots; Little's law "
-                f"{fmt(plan.get('littles_law_concurrency'), 'rate')} in flight; seed 000's rule "
-                f"{fmt(plan.get('replicas_needed_seed_rule'), 'int')} replica(s) at redundancy "
-                f"{plan.get('seed_rule_redundancy', '—')}); scaling lag "
-                f"{fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = "
-                f"{fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')}, forecast error "
-                f"{fmt(plan.get('headroom_forecast_error_pct'), 'pct')} = "
-                f"{fmt(plan.get('headroom_forecast_error_gpus'), 'gpus')}, release "
-                f"{fmt(plan.get('headroom_release_pct'), 'pct')} = {fmt(plan.get('headroom_release_gpus'), 'gpus')}, "
-                f"jitter {fmt(plan.get('headroom_jitter_pct'), 'pct')} = "
-                f"{fmt(plan.get('headroom_jitter_gpus'), 'gpus')}"
-                f" (percentages {fmt(plan.get('headroom_pct_total'), 'pct')} in all): "
-                f"{fmt(plan.get('gpus_needed'), 'gpus')} GPUs. Seed 002: "
+    headroom = (f"Erlang C plan: {fmt(plan.get('erlang_c_slots'), 'int')} slots for the peak's concurrency "
+                f"(Little's law {fmt(plan.get('littles_law_concurrency'), 'rate')} in flight) = "
+                f"{fmt(plan.get('replicas_needed_erlang'), 'int')} replica(s) = {fmt(plan.get('base_gpus'), 'gpus')} "
+                f"GPUs, {fmt(plan.get('gpus_needed'), 'gpus')} with the headroom policy (the concurrency rule, for "
+                f"comparison: {fmt(plan.get('replicas_needed_seed_rule'), 'int')} replica(s) at redundancy "
+                f"{plan.get('seed_rule_redundancy', '—')}). Peak sizing: "
                 f"{fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s at the peak / "
                 f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU = "
-                f"{fmt(plan.get('goodput_sizing_base_gpus'), 'gpus')} GPUs, with the same headroom "
-                f"{fmt(plan.get('gpus_needed_goodput'), 'gpus')} (difference "
-                f"{fmt(plan.get('gpus_needed_difference'), 'gpus')}). GPUs needed "
-                f"{fmt(plan.get('gpus_needed_binding', plan.get('gpus_needed')), 'gpus')}"
-                + (f" ({'seed 002' if plan.get('binding_sizing') == 'goodput' else 'Erlang C'} binds)"
-                   if plan.get("binding_sizing") else "")
-                + f" against {fmt(plan.get('gpus_deployed'), 'gpus')} deployed: "
-                  f"{_surplus(plan.get('gpu_surplus_binding', plan.get('gpu_surplus')))}")
+                f"{fmt(plan.get('goodput_sizing_base_gpus'), 'gpus')} GPUs, "
+                f"{fmt(plan.get('gpus_needed_goodput'), 'gpus')} with the headroom policy. Headroom policy: "
+                f"scaling lag {fmt(plan.get('headroom_scaling_lag_pct'), 'pct')}, forecast error "
+                f"{fmt(plan.get('headroom_forecast_error_pct'), 'pct')}, release "
+                f"{fmt(plan.get('headroom_release_pct'), 'pct')}, jitter {fmt(plan.get('headroom_jitter_pct'), 'pct')}"
+                f" ({fmt(plan.get('headroom_pct_total'), 'pct')} in all, each on top of the ones before; on the "
+                f"Erlang C plan's base {fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')} + "
+                f"{fmt(plan.get('headroom_forecast_error_gpus'), 'gpus')} + "
+                f"{fmt(plan.get('headroom_release_gpus'), 'gpus')} + {fmt(plan.get('headroom_jitter_gpus'), 'gpus')}"
+                f" GPUs) and {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs for failed replicas. "
+                + (gpus_needed_line(review, plan) or f"GPUs needed {fmt(gpus_needed_of(plan), 'gpus')}."))
     validation = ("measured by a load test" if cap["capacity_source"] == "loadtest"
                   else "demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
                   else "no capacity figure") + f": {cap['capacity_note'] or '—'}"
@@ -690,7 +838,7 @@ def figures_table(review: Review, cap: Row) -> Table:
     items: list[tuple[str, str]] = [
         ("capacity goodput per GPU (tok/s)", fmt(cap["capacity_goodput_per_gpu"], "rate")),
         ("capacity source", source_label(cap)),
-        ("lambda_slo_max (req/s)", fmt(cap["lambda_slo_max"], "rate")),
+        ("highest load-test rate within SLO (req/s)", fmt(cap["lambda_slo_max"], "rate")),
         ("goodput per GPU, the day (tok/s)", fmt(cap["goodput_per_gpu"], "rate")),
         ("goodput per watt, the day (tok/s per W)", fmt(cap.get("goodput_per_watt"), "rate")),
         ("daily capacity (output tokens)", fmt(cap["daily_capacity_tokens"], "tokens")),
@@ -701,20 +849,23 @@ def figures_table(review: Review, cap: Row) -> Table:
         ("daily cost at capacity", fmt(cap["daily_cost_at_capacity"], "money", currency)),
         ("supported agent steps", fmt(cap["supported_agent_steps"], "tokens")),
         ("task attainment", fmt(cap["task_attainment"], "ratio")),
-        ("attainment ** mean steps", fmt(cap["expected_task_attainment"], "ratio")),
+        ("expected task attainment (attainment to the power of mean steps)",
+         fmt(cap["expected_task_attainment"], "ratio")),
         ("peak arrival rate (req/s)", fmt(plan.get("peak_arrival_rate"), "rate")),
         ("peak output token rate (tok/s)", fmt(plan.get("peak_output_token_rate"), "rate")),
         ("Little's law concurrency", fmt(plan.get("littles_law_concurrency"), "rate")),
         ("Erlang C slots", fmt(plan.get("erlang_c_slots"), "int")),
         ("slots per replica (source)", f"{fmt(plan.get('slots_per_replica_used'), 'rate')} "
                                        f"({plan.get('slots_per_replica_source') or '—'})"),
-        ("replicas (Erlang C / seed 000's rule)",
+        ("replicas (Erlang C plan / concurrency rule)",
          f"{fmt(plan.get('replicas_needed_erlang'), 'int')} / {fmt(plan.get('replicas_needed_seed_rule'), 'int')}"),
-        ("GPUs needed (Erlang C)", fmt(plan.get("gpus_needed"), "gpus")),
-        ("GPUs needed (seed 002)", fmt(plan.get("gpus_needed_goodput"), "gpus")),
-        ("seed 002 minus Erlang C (GPUs)", fmt(plan.get("gpus_needed_difference"), "gpus")),
+        ("Erlang C plan with headroom (GPUs)", fmt(plan.get("gpus_needed"), "gpus")),
+        ("peak sizing with headroom (GPUs)", fmt(plan.get("gpus_needed_goodput"), "gpus")),
+        ("peak sizing minus Erlang C plan (GPUs)", fmt(plan.get("gpus_needed_difference"), "gpus")),
+        ("GPUs needed (the larger, with headroom)", fmt(gpus_needed_of(plan), "gpus")),
+        ("GPUs needed set by", sizing_text(plan)),
         ("GPUs deployed", fmt(plan.get("gpus_deployed"), "gpus")),
-        ("GPU surplus against the binding sizing (negative: deficit)",
+        ("GPU surplus against GPUs needed (negative: deficit)",
          fmt(plan.get("gpu_surplus_binding", plan.get("gpu_surplus")), "gpus")),
         ("lag (min) / lag GPUs", f"{fmt(plan.get('lag_minutes'), 'int')} / {fmt(plan.get('lag_gpus'), 'gpus')}"),
         ("hours over capacity", fmt(plan.get("hours_over_capacity"), "int")),
@@ -983,27 +1134,52 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
         return TOP + plot_h * (1 - (v - lo) / (1.0 - lo or 1.0))
 
     body = _y_axis(lo, 1.0, "attainment", lambda v: f"{v:.3f}")
+    misses = [bucket_misses(r) for r in buckets]
+    height += 14 * max((len(m) for m in misses), default=0)
     for i, row in enumerate(buckets):
         x = LEFT + i * slot
-        judged = row["attainment_met"] is not None
+        verdict = bucket_verdict(row)
         value = row["attainment"]
-        colour = (PALETTE[2] if row["attainment_met"] else PALETTE[6]) if judged else "#cbd2d9"
+        # The bucket's verdict in the SLO table (every commitment, not the attainment alone): a bucket that missed
+        # on its success rate is red even with its attainment above the line, and says why under its bar.
+        colour = "#cbd2d9" if verdict is None else PALETTE[2] if verdict else PALETTE[6]
         if value is not None:
             body.append(f'<rect x="{x + slot * 0.2:.1f}" y="{y(value):.1f}" width="{slot * 0.6:.1f}" '
-                        f'height="{TOP + plot_h - y(value):.1f}" fill="{colour}"/>')
+                        f'height="{TOP + plot_h - y(value):.1f}" fill="{colour}"><title>'
+                        + html.escape(f"{row['isl_bucket']}: " + ("not judged" if verdict is None else "met"
+                                                                  if verdict else "missed " + ", ".join(misses[i])))
+                        + "</title></rect>")
             body.append(_text(x + slot / 2, y(value) - 4, f"{value:.4f}"))
-        note = "" if judged else " (not judged)"
+        note = "" if verdict is not None else " (not judged)"
         body.append(_text(x + slot / 2, H - BOTTOM + 14, f"{row['isl_bucket']}{note}"))
         body.append(_text(x + slot / 2, H - BOTTOM + 27, f"{fmt(row['effective_requests'], 'int')} requests",
                           class_="muted"))
+        for n, missed in enumerate(misses[i]):
+            body.append(_text(x + slot / 2, H - BOTTOM + 41 + 14 * n, missed, fill=PALETTE[6]))
     if target is not None:
         body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
                     f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
         body.append(f'<line x1="{LEFT}" x2="{LEFT + 22}" y1="{height - 9}" y2="{height - 9}" stroke="{PALETTE[1]}" '
                     'stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(_text(LEFT + 28, height - 5, f"commitment {target:g} (dashed); bars: green met, red missed, "
-                                                 "pale not judged", anchor="start"))
+        body.append(_text(LEFT + 28, height - 5, f"attainment commitment {target:g} (dashed); bars by the "
+                                                 "bucket's verdict: green met every commitment, red missed one "
+                                                 "(named under it), pale not judged", anchor="start"))
     return _svg("attainment", f"Attainment by ISL bucket, {model}", body, height=height)
+
+
+_BUCKET_COMMITMENTS = (("attainment_met", "attainment"), ("success_rate_met", "success rate"),
+                       ("queue_p99_met", "P99 queue"), ("itl_p99_met", "P99 ITL"), ("tpot_p99_met", "P99 TPOT"))
+
+
+def bucket_verdict(row: Row) -> bool | None:
+    """A bucket's verdict as the SLO table prints it (all_met: every commitment), its attainment's where a row
+    has no all_met."""
+    return row["all_met"] if row.get("all_met") is not None else row.get("attainment_met")
+
+
+def bucket_misses(row: Row) -> list[str]:
+    """The commitments a bucket missed, in words ('success rate', 'P99 queue')."""
+    return [label for key, label in _BUCKET_COMMITMENTS if row.get(key) is False]
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -1094,12 +1270,13 @@ INTRO = ("Every figure is bound to a model and its serving configuration (model 
          "parallelism, quantization, cache policy): token counts of different models are never compared; money is. "
          "Capacity is SLO goodput per GPU (output tokens of compliant requests per second), from a verified load "
          "test of the same configuration or, as a lower bound, from the best production window in which every "
-         "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and seed 002's "
-         "sizing (the peak's tokens over the goodput per GPU), each with the policy's itemized headroom. A hosted-API "
+         "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and the peak "
+         "sizing (the peak's output tokens over the capacity per GPU), each with the headroom policy on top. A "
+         "hosted-API "
          "model is provider-managed: it has no capacity figure and is judged on its SLO (as far as its logs carry "
-         "latency) and its cost. Source: the published infra.capacity_daily, capacity_plan_daily, load_hourly, "
-         "slo_daily, slo_hourly, goodput_hourly, token_split_daily, cache_whatif_daily and "
-         "finance.cost_per_mtok_daily (definitions: docs/metrics.md, sections 2-6).")
+         "latency) and its cost. Source: the published infra.capacity_daily, infra.capacity_plan_daily, "
+         "infra.load_hourly, infra.slo_daily, infra.slo_hourly, infra.goodput_hourly, infra.token_split_daily, "
+         "infra.cache_whatif_daily and finance.cost_per_mtok_daily (definitions: docs/metrics.md, sections 2-6).")
 # Cells of these columns are coloured by their verdict word.
 _VERDICT_COLUMNS = ("verdict", "SLO")
 
@@ -1208,6 +1385,7 @@ def document(review: Review) -> list[Block]:
     out: list[Block] = [Section("verdict")]
     if _models(review):
         out.append(verdict_table(review))
+        out += gpus_needed_lines(review)
     if _hosted_models(review):
         out.append(hosted_verdict_table(review))
     out += verdict_notes(review)
