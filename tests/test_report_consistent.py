@@ -126,7 +126,7 @@ def test_a_bucket_that_missed_its_success_rate_is_not_drawn_green() -> None:
     svg = attainment_chart("m", rows, 0.99)
     assert _bars(svg) == [GREEN, RED]
     # The bar says why under it, in the words of the commitment.
-    assert re.search(r'<text [^>]*fill="' + RED + '"[^>]*>success rate</text>', svg)
+    assert re.search(r'<text [^>]*style="fill: ' + RED + '"[^>]*>success rate</text>', svg)
     review = _review(rows)
     table = next(t for t in tables(review) if t.caption.startswith("SLO of m"))
     assert [r[-1] for r in table.rows] == ["met", "missed", "missed"]

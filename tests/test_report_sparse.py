@@ -102,8 +102,8 @@ def test_one_model_one_bucket_one_day() -> None:
     page, markdown = _both(review)
     assert _charts(page) == ["cost", "load", "attainment"]
     cost = page[page.index('<svg class="chart chart-cost"'):]
-    # One published day: its point sits in the middle of the plot (x = 64 + 560 / 2).
-    assert re.findall(r'<circle cx="([0-9.]+)"', cost[:cost.index("</svg>")]) == ["344.0"]
+    # One published day: its point sits in the middle of the page-wide plot (x = 64 + 1,120 / 2).
+    assert re.findall(r'<circle cx="([0-9.]+)"', cost[:cost.index("</svg>")]) == ["624.0"]
     assert "| 1,000,000 | 250,000 | 750,000 | 25.0% |" in markdown
 
 

@@ -36,9 +36,10 @@ table { border-collapse: collapse; margin: .6rem 0 1rem; } caption { text-align:
 th, td { border: 1px solid #d9e2ec; padding: .3rem .55rem; vertical-align: top; text-align: left; }
 th { background: #f0f4f8; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .met { color: #15803d; font-weight: 600; } .missed { color: #b91c1c; font-weight: 600; } .muted { color: #7b8794; }
-svg.chart { display: block; margin: .4rem 0 1rem; max-width: 100%; height: auto; }
-svg.chart text { font: 11px system-ui, sans-serif; fill: #3e4c59; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } .charts figure { margin: 0; }
+svg.chart { display: block; margin: .4rem 0 1rem; width: 100%; height: auto; }
+svg.chart text { font: 12px system-ui, sans-serif; fill: #1f2933; }
+figure { margin: 0; } .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
+@media (max-width: 900px) { .charts { grid-template-columns: 1fr; } }
 figcaption { color: #52606d; font-size: .9rem; }
 #verdict { margin-top: 1rem; } table.verdict { width: 100%; } table.verdict caption { font-size: 1.15rem; }
 table.verdict th { background: #fff4d6; } table.verdict td:first-child { white-space: nowrap; font-weight: 600; }
@@ -412,7 +413,7 @@ def verdict_table(review: Review) -> Table:
                      gpus, surplus, set_by, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
     return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
                                        "surplus (deficit)", "GPUs needed set by", "$/MTok under SLO",
-                                       "capacity basis", "hours over capacity"], rows, numeric={3, 4, 6, 8})
+                                       "capacity basis", "hours over capacity"], rows, numeric={3, 6, 8})
 
 
 def model_cost_per_mtok_delivered(review: Review, model: str) -> tuple[float | None, str | None]:
@@ -1038,7 +1039,11 @@ def token_parts(review: Review, model: str) -> list[Table | str]:
 
 # --- charts (inline SVG) -------------------------------------------------------------------------------------------
 
-W, H = 640, 240
+# A model's two charts share the page's width side by side (W each); the fleet's cost chart takes all of it (WIDE).
+# The SVG scales to its column, so the viewBox width is the width it is drawn at on a 1400 px screen and the
+# 12 px labels print at about 12 px.
+W, H = 600, 260
+WIDE = 1200
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 18, 40
 
 
@@ -1067,13 +1072,14 @@ def _tick(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _y_axis(lo: float, hi: float, label: str, formatter: Callable[[float], str], ticks: int = 4) -> list[str]:
+def _y_axis(lo: float, hi: float, label: str, formatter: Callable[[float], str], ticks: int = 4,
+            width: int = W) -> list[str]:
     parts = []
     plot_h = H - TOP - BOTTOM
     for i in range(ticks + 1):
         value = lo + (hi - lo) * i / ticks
         y = TOP + plot_h * (1 - i / ticks)
-        parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e7eb"/>')
+        parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e7eb"/>')
         parts.append(_text(LEFT - 6, y + 4, formatter(value), anchor="end"))
     parts.append(_text(14, TOP + plot_h / 2, label, transform=f"rotate(-90 14 {TOP + plot_h / 2:.1f})"))
     return parts
@@ -1126,7 +1132,7 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
     values = [r["attainment"] for r in buckets if r["attainment"] is not None]
     lo = min(values + ([target] if target is not None else []) + [1.0])
     lo = max(0.0, math.floor((lo - 0.01) * 20) / 20)
-    height = H + 16
+    height = H + 30
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
     slot = plot_w / max(len(buckets), 1)
 
@@ -1155,15 +1161,16 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
         body.append(_text(x + slot / 2, H - BOTTOM + 27, f"{fmt(row['effective_requests'], 'int')} requests",
                           class_="muted"))
         for n, missed in enumerate(misses[i]):
-            body.append(_text(x + slot / 2, H - BOTTOM + 41 + 14 * n, missed, fill=PALETTE[6]))
+            body.append(_text(x + slot / 2, H - BOTTOM + 41 + 14 * n, missed, style=f"fill: {PALETTE[6]}"))
     if target is not None:
         body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
                     f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(f'<line x1="{LEFT}" x2="{LEFT + 22}" y1="{height - 9}" y2="{height - 9}" stroke="{PALETTE[1]}" '
-                    'stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(_text(LEFT + 28, height - 5, f"attainment commitment {target:g} (dashed); bars by the "
-                                                 "bucket's verdict: green met every commitment, red missed one "
-                                                 "(named under it), pale not judged", anchor="start"))
+        body.append(f'<line x1="{LEFT}" x2="{LEFT + 22}" y1="{height - 23}" y2="{height - 23}" '
+                    f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
+        body.append(_text(LEFT + 28, height - 19, f"attainment commitment {target:g} (dashed); bar colour: the "
+                                                  "bucket's verdict,", anchor="start"))
+        body.append(_text(LEFT + 28, height - 5, "green met every commitment, red missed one (named under it), "
+                                                 "pale not judged", anchor="start"))
     return _svg("attainment", f"Attainment by ISL bucket, {model}", body, height=height)
 
 
@@ -1206,7 +1213,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
     positive = [v for v in values if v > 0]
     log = bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
     height = H + 18 * len(series)
-    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
+    plot_w, plot_h = WIDE - LEFT - RIGHT, H - TOP - BOTTOM
     span = (days[-1] - days[0]).days if days else 0
 
     def x(d: date) -> float:
@@ -1221,7 +1228,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
 
         body = []
         for tick in _log_ticks(lo, hi):
-            body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            body.append(f'<line x1="{LEFT}" x2="{WIDE - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
                         'stroke="#e4e7eb"/>')
             body.append(_text(LEFT - 6, y(tick) + 4, _tick(tick), anchor="end"))
         body.append(_text(14, TOP + plot_h / 2, "$/MTok under SLO (log scale)",
@@ -1232,7 +1239,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
         def y(v: float) -> float:
             return TOP + plot_h * (1 - v / top)
 
-        body = _y_axis(0, top, "$/MTok under SLO", _tick)
+        body = _y_axis(0, top, "$/MTok under SLO", _tick, width=WIDE)
     step = max(1, math.ceil((span + 1) / 8))
     for i in range(0, span + 1 if days else 0, step):
         d = days[0] + timedelta(days=i)
@@ -1261,7 +1268,7 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
         body.append(_text(LEFT + 18, ly + 5, f"{model} / {deployment} ({currency})", anchor="start"))
     if not series:
         body.append(_text(LEFT + plot_w / 2, TOP + plot_h / 2, "no cost per MTok under SLO published yet"))
-    return _svg("cost", "$/MTok under SLO over time", body, height=height)
+    return _svg("cost", "$/MTok under SLO over time", body, width=WIDE, height=height)
 
 
 # --- documents -----------------------------------------------------------------------------------------------------
