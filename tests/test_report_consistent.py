@@ -157,3 +157,10 @@ def test_no_text_a_reader_sees_has_seed_numbers_or_python_notation() -> None:
     # The rules are named instead: the expected task attainment, the concurrency rule, the peak sizing.
     assert "the model's attainment to the power of the mean steps per task" in text
     assert "the concurrency rule" in text and "highest load-test rate within SLO 1.24 req/s" in text
+
+
+def test_attainment_ticks_print_their_exact_value() -> None:
+    # From 0.95 to 1 in four steps: 0.9625 and 0.9875 printed as 0.962 and 0.988, values no gridline is at.
+    svg = attainment_chart("m", [_slo("0-4k", attainment=0.9990), _slo("all")], 0.99)
+    ticks = re.findall(r'text-anchor="end">([^<]+)</text>', svg)
+    assert ticks == ["0.95", "0.9625", "0.975", "0.9875", "1"]

@@ -1139,7 +1139,8 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
     def y(v: float) -> float:
         return TOP + plot_h * (1 - (v - lo) / (1.0 - lo or 1.0))
 
-    body = _y_axis(lo, 1.0, "attainment", lambda v: f"{v:.3f}")
+    # Ticks at their exact value (0.9875, not 0.988, which no gridline is at).
+    body = _y_axis(lo, 1.0, "attainment", lambda v: f"{v:.4f}".rstrip("0").rstrip("."))
     misses = [bucket_misses(r) for r in buckets]
     height += 14 * max((len(m) for m in misses), default=0)
     for i, row in enumerate(buckets):
