@@ -24,23 +24,12 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from tokenledger.errors import LedgerError, environment_problem
+from tokenledger.instance import EARLIER_SQLITE_YAML, SQLITE_YAML, prepare_instance
 from tokenledger.paths import PROJECT_ROOT, HomeLayout, url_safe_folder
 
-DAGSTER_YAML = """\
-# The Dagster instance of this tokenledger home: run history, event logs and schedules live beside the data.
-telemetry:
-  enabled: false
-# The daemon marks a run whose process died (killed, machine restarted) as failed instead of leaving it started.
-run_monitoring:
-  enabled: true
-# Dagster's SQLite event log in its usual folder (storage/), cheaper per event: see pipelines/event_log.py.
-event_log_storage:
-  module: pipelines.event_log
-  class: LedgerEventLogStorage
-"""
-# What earlier versions wrote: a home's dagster.yaml still reading exactly so is replaced by DAGSTER_YAML (the
-# event log's files stay where they are); one a user has edited is left alone.
-_EARLIER_DAGSTER_YAML = DAGSTER_YAML.split("# Dagster's SQLite event log")[0]
+# The SQLite instance's dagster.yaml (tokenledger/instance.py, which chooses it or Postgres's), under the names
+# the tests and the bench write it by.
+DAGSTER_YAML, _EARLIER_DAGSTER_YAML = SQLITE_YAML, EARLIER_SQLITE_YAML
 
 
 def _day(text: str) -> date:
@@ -82,12 +71,8 @@ def use_home(home: Path) -> HomeLayout:
     HomeLayout.of(home).check()
     try:
         dagster_home = dagster_home_of(home)
-        instance_yaml = dagster_home / "dagster.yaml"
-        if not instance_yaml.exists() or instance_yaml.read_text() == _EARLIER_DAGSTER_YAML:
-            # Whole or not at all: a process starting beside this one may be reading it.
-            partial = instance_yaml.with_name(f".dagster.yaml.pid{os.getpid()}.tmp")
-            partial.write_text(DAGSTER_YAML)
-            os.replace(partial, instance_yaml)
+        # SQLite beside the data, or Postgres when TOKENLEDGER_DAGSTER_POSTGRES_URL is set (its server checked).
+        prepare_instance(dagster_home)
         probe = home / f".write-test.pid{os.getpid()}.tmp"
         probe.write_text("")
         probe.unlink()
