@@ -1,0 +1,255 @@
+"""A home whose Dagster instance is PostgreSQL (tokenledger/instance.py), against a real server.
+
+The fixture starts a private PostgreSQL cluster (Debian's `postgresql` package: initdb, pg_ctl) on 127.0.0.1 on a
+free port, with password logins, and stops it after the session. One day of a handful of requests is run by
+`tokenledger run` on a home pointed at it and on a SQLite home: the run, its materializations and its check
+evaluations must be in Postgres and nowhere under the home's .dagster, and the published tables the same as the
+SQLite home's. Where the server cannot be started the tests are skipped, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import gateway_dir, make_home, request, write_jsonl
+from tokenledger.instance import POSTGRES_URL_ENV, POSTGRES_YAML, SQLITE_YAML
+
+DAY = "2026-11-16"
+USER, PASSWORD, DATABASE = "tokenledger", "s3cret-pg-Pa55", "dagster"
+
+
+@dataclass(frozen=True)
+class Server:
+    port: int
+
+    def url(self, password: str = PASSWORD, database: str = DATABASE) -> str:
+        return f"postgresql+psycopg2://{USER}:{password}@127.0.0.1:{self.port}/{database}"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI must run the Postgres instance tests (.ci/run installs postgresql)")
+    pytest.skip(f"{reason} (apt-get install postgresql to run them)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Server]:
+    """A PostgreSQL cluster of its own in a temporary folder, on 127.0.0.1, with the database `dagster`."""
+    try:
+        import psycopg2
+    except ImportError:
+        _unavailable("psycopg2 (dagster-postgres, in the dev extra) is not installed")
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    bin_dir = found[-1].parent if found else (Path(shutil.which("initdb")).parent if shutil.which("initdb") else None)
+    if bin_dir is None:
+        _unavailable("no PostgreSQL server binaries (initdb, pg_ctl) on this machine")
+    # The server refuses to run as root: as root, it runs as the package's `postgres` user (or nobody).
+    as_user: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="tokenledger-pg-"))
+    if os.geteuid() == 0:
+        user = next((u for u in ("postgres", "nobody") if _user_exists(u)), None)
+        if user is None:
+            _unavailable("running as root with no postgres or nobody user to run the server as")
+        as_user = ["runuser", "-u", user, "--"]
+        os.chown(folder, pwd.getpwnam(user).pw_uid, -1)
+    pwfile = folder / "password"
+    pwfile.write_text(PASSWORD + "\n")
+    os.chmod(pwfile, 0o644)
+    port, data = _free_port(), folder / "data"
+    started = False
+    try:
+        subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(pwfile),
+                        "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"],
+                       check=True, capture_output=True, cwd=folder)
+        # fsync off: a test cluster, thrown away after.
+        done = subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w",
+                               "-t", "30", "-o", f"-k {folder} -h 127.0.0.1 -p {port} -F", "start"],
+                              capture_output=True, text=True, cwd=folder)
+        if done.returncode != 0:
+            log = (folder / "log").read_text() if (folder / "log").exists() else ""
+            _unavailable(f"the PostgreSQL server did not start: {done.stdout}{done.stderr}{log}"[-2000:])
+        started = True
+        server = Server(port)
+        with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=port,
+                                                 dbname="postgres")) as conn:
+            conn.autocommit = True
+            conn.cursor().execute(f"CREATE DATABASE {DATABASE}")
+        yield server
+    finally:
+        if started:
+            subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                           capture_output=True, cwd=folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _home(root: Path) -> Path:
+    """A home with one day of six requests of m70, its other days idle (as the `home` fixture's)."""
+    home = make_home(root)
+    write_jsonl(gateway_dir(home, DAY) / "gw.jsonl",
+                [request(f"r{i}", received_at=f"{DAY}T{10 + i}:00:00Z", input_tokens=1000 + 100 * i)
+                 for i in range(6)])
+    return home
+
+
+def _run(home: Path, monkeypatch: pytest.MonkeyPatch, url: str | None) -> tuple[int, str, str]:
+    """`tokenledger run` of DAY on `home` in this process, with the instance `url` selects (SQLite for None)."""
+    from tokenledger.cli import main
+
+    if url:
+        monkeypatch.setenv(POSTGRES_URL_ENV, url)
+    else:
+        monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "all")
+    for name in ("TOKENLEDGER_HOME", "DAGSTER_HOME", "PGCONNECT_TIMEOUT"):  # main() sets them: restored after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.delenv("PGCONNECT_TIMEOUT")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["run", "--home", str(home), "--start", DAY])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _published(home: Path) -> dict[str, list[tuple]]:
+    """Every published file's rows, ORDER BY ALL, with the home's own path taken out of the values."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    exports = home / "exports"
+    out = {}
+    for path in sorted(p for p in exports.rglob("*") if p.suffix in (".parquet", ".csv")):
+        reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
+        rows = con.execute(f"SELECT * FROM {reader}($p) ORDER BY ALL", {"p": str(path)}).fetchall()
+        out[str(path.relative_to(exports))] = [
+            tuple(v.replace(str(home), "$HOME") if isinstance(v, str) else v for v in row) for row in rows]
+    return out
+
+
+def _sqlite_files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                  if p.is_file() and p.open("rb").read(16) == b"SQLite format 3\x00")
+
+
+def test_a_day_run_on_a_postgres_instance_is_recorded_there_and_publishes_what_sqlite_does(
+        postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dagster as dg
+    import psycopg2
+
+    from pipelines.definitions import defs
+
+    pg_home, sqlite_home = _home(tmp_path / "pg" / "home"), _home(tmp_path / "sqlite" / "home")
+    code, out, err = _run(pg_home, monkeypatch, postgres.url())
+    assert code == 0, out + err
+    assert f"{DAY}  published" in out
+    instance_yaml = (pg_home / ".dagster" / "dagster.yaml").read_text()
+    assert instance_yaml == POSTGRES_YAML and PASSWORD not in instance_yaml
+    # Nothing of the instance in SQLite files under the home: no runs.db, no event log, no schedules.db.
+    assert _sqlite_files(pg_home / ".dagster") == []
+
+    code, out, err = _run(sqlite_home, monkeypatch, None)
+    assert code == 0, out + err
+    assert (sqlite_home / ".dagster" / "dagster.yaml").read_text() == SQLITE_YAML
+    assert "history/runs.db" in _sqlite_files(sqlite_home / ".dagster")
+    published = _published(pg_home)
+    assert published == _published(sqlite_home)
+    assert "finance/cost_per_mtok_daily/day=2026-11-16/data.parquet" in published
+
+    graph = defs.resolve_asset_graph()
+    assets = graph.get_all_asset_keys()
+    checks = {}
+    for name, home, url in (("pg", pg_home, postgres.url()), ("sqlite", sqlite_home, None)):
+        monkeypatch.setenv("DAGSTER_HOME", str(home / ".dagster"))
+        if url:
+            monkeypatch.setenv(POSTGRES_URL_ENV, url)
+        with dg.DagsterInstance.get() as instance:
+            storages = {type(s).__name__ for s in (instance.run_storage, instance.event_log_storage,
+                                                   instance.schedule_storage)}
+            runs = instance.get_runs()
+            assert [(r.status, r.tags.get("dagster/partition")) for r in runs] == [(dg.DagsterRunStatus.SUCCESS,
+                                                                                    DAY)]
+            latest = instance.get_latest_materialization_event(dg.AssetKey(["finance", "cost_per_mtok_daily"]))
+            assert (latest.run_id, latest.dagster_event.partition) == (runs[0].run_id, DAY)
+            # Every asset of the job (27) materialized once, for the day.
+            done = instance.get_event_records(dg.EventRecordsFilter(dg.DagsterEventType.ASSET_MATERIALIZATION),
+                                              limit=1000)
+            assert sorted(r.event_log_entry.dagster_event.asset_key for r in done) == sorted(assets)
+            checks[name] = sorted(
+                (key.to_user_string(), r.status.value, r.run_id == runs[0].run_id) for key in graph.asset_check_keys
+                for r in instance.event_log_storage.get_asset_check_execution_history(key, limit=10))
+            if url:
+                assert storages == {"PostgresRunStorage", "PostgresEventLogStorage", "PostgresScheduleStorage"}
+            else:
+                assert storages == {"SqliteRunStorage", "LedgerEventLogStorage", "SqliteScheduleStorage"}
+        monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
+    assert checks["pg"] == checks["sqlite"]
+    # Each check evaluated once, in the run (the checks of the unpartitioned tables keep a planned record as well).
+    evaluated = [key for key, status, in_run in checks["pg"] if status != "PLANNED" and in_run]
+    assert sorted(evaluated) == sorted(key.to_user_string() for key in graph.asset_check_keys)
+    # Warnings a day of six m70 requests and no bill raises, the same on both instances; they do not stop the day.
+    assert [key for key, status, _ in checks["pg"] if status == "FAILED"] == [
+        "core/billing_charges:billing_fresh", "core/gateway_requests:deployments_with_requests"]
+
+    # The rows themselves, in the server's tables.
+    with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=postgres.port,
+                                             dbname=DATABASE)) as conn, conn.cursor() as cur:
+        counts = {}
+        for table, where in (("runs", "status = 'SUCCESS'"), ("event_logs", "dagster_event_type = "
+                                                                            "'ASSET_MATERIALIZATION'"),
+                             ("asset_keys", "true"), ("asset_check_executions", "execution_status <> 'PLANNED'")):
+            cur.execute(f"SELECT count(*) FROM {table} WHERE {where}")
+            counts[table] = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name IN ('jobs', 'job_ticks', "
+                    "'instigators')")
+        schedule_tables = cur.fetchone()[0]
+    assert counts == {"runs": 1, "event_logs": len(assets), "asset_keys": len(assets),
+                      "asset_check_executions": len(graph.asset_check_keys)}
+    assert schedule_tables == 3
+
+
+def _said(code_out_err: tuple[int, str, str]) -> tuple[int, list[str]]:
+    code, out, err = code_out_err
+    return code, [line for line in (out + err).splitlines() if line.strip()]
+
+
+def test_an_unreachable_server_or_a_wrong_password_fails_the_run_in_one_line(
+        postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path / "home")
+    nothing_there = _free_port()
+    code, lines = _said(_run(home, monkeypatch, Server(nothing_there).url()))
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: cannot open the Dagster instance's PostgreSQL database 127.0.0.1:"
+                               f"{nothing_there}/dagster (")
+    assert "Connection refused" in lines[0] and "check that the server is running" in lines[0]
+    assert PASSWORD not in lines[0]
+
+    code, lines = _said(_run(home, monkeypatch, postgres.url(password="not-the-password")))
+    assert code == 2 and len(lines) == 1, lines
+    assert f"127.0.0.1:{postgres.port}/dagster" in lines[0] and "password authentication failed" in lines[0]
+    assert f"check the user ({USER}) and password in {POSTGRES_URL_ENV}" in lines[0]
+    assert "not-the-password" not in lines[0] and PASSWORD not in lines[0]
+    assert not list((home / "lake").rglob("*.parquet"))  # nothing ran
