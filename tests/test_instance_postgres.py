@@ -253,3 +253,16 @@ def test_an_unreachable_server_or_a_wrong_password_fails_the_run_in_one_line(
     assert f"check the user ({USER}) and password in {POSTGRES_URL_ENV}" in lines[0]
     assert "not-the-password" not in lines[0] and PASSWORD not in lines[0]
     assert not list((home / "lake").rglob("*.parquet"))  # nothing ran
+
+
+def test_a_url_dagster_cannot_use_is_refused_without_echoing_the_password(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path / "home")
+    for url, says in ((f"postgresql://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}", "not postgresql://..."),
+                      (f"postgres://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}", "not postgres://..."),
+                      (f"postgresql+psycopg2://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}?notanoption=1", "not a valid")):
+        code, lines = _said(_run(home, monkeypatch, url))
+        assert code == 2 and len(lines) == 1 and says in lines[0], lines
+        assert PASSWORD not in lines[0]
+    # Nothing was run, and the dagster.yaml written is the Postgres one, without the URL.
+    assert (home / ".dagster" / "dagster.yaml").read_text() == POSTGRES_YAML
