@@ -14,8 +14,12 @@ message naming the table, the day file(s), the rule, how many rows break it and 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 
 from pipelines.partitions import daily_partitions, days_of
 from pipelines.resources import LedgerResource
@@ -64,17 +68,104 @@ def table_check_specs(ref: TableRef) -> list[dg.AssetCheckSpec]:
 
 
 def table_check_results(context: dg.AssetExecutionContext, ledger: LedgerResource, ref: TableRef
-                        ) -> Iterator[dg.AssetCheckResult]:
-    """The results of the table's checks the run selected: its contract's, then each other one's."""
-    yield from contract_results(context, ledger, ref)
+                        ) -> Iterator[Any]:
+    """The results of the table's checks the run selected: its contract's, then each other one's, one per day of
+    the run (see per_day_results)."""
+    yield from per_day_results(context, contract_verdicts(context, ledger, ref))
     selected = context.selected_asset_check_keys
     for check in TABLE_CHECKS.get(ref.qualified, []):
         if check.spec.key not in selected:
             continue
-        verdict = check.evaluate(context, ledger)
-        yield dg.AssetCheckResult(asset_key=check.spec.asset_key, check_name=check.spec.name, passed=verdict.passed,
-                                  severity=verdict.severity, description=verdict.description,
-                                  metadata=verdict.metadata)
+        verdicts = _days_judged(context, lambda ctx, check=check: check.evaluate(ctx, ledger))
+        yield from per_day_results(context, [(check.spec.key, verdicts)])
+
+
+Verdicts = dict[date, dg.AssetCheckResult]
+
+
+class _OneDay:
+    """The run's context seen as one day of its range: `days_of` (and so every day file a check reads) gives
+    that day alone; everything else is the run's."""
+
+    def __init__(self, context: dg.AssetExecutionContext, day: date):
+        self._context, self._day = context, day
+
+    @property
+    def partition_time_window(self) -> dg.TimeWindow:
+        start = datetime.combine(self._day, time.min, tzinfo=UTC)
+        return dg.TimeWindow(start, start + timedelta(days=1))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
+def _days_judged(context: dg.AssetExecutionContext,
+                 judge: Callable[[Any], dg.AssetCheckResult]) -> Verdicts:
+    """A check's verdict for each day of the run. Every check here fails when some day breaks its rule (a count
+    of offending rows, files or deployments over the days), so a range that passes passes on each of its days:
+    the range is judged once, and only when it fails is each day judged alone, for that day's verdict. Should no
+    day fail alone while the range did, each day carries the range's failure (a blocking check still blocks)."""
+    days = days_of(context)
+    whole = judge(context)
+    if len(days) == 1 or whole.passed:
+        return dict.fromkeys(days, whole)
+    alone = {day: judge(_OneDay(context, day)) for day in days}
+    return alone if not all(v.passed for v in alone.values()) else dict.fromkeys(days, whole)
+
+
+def per_day_results(context: dg.AssetExecutionContext, verdicts: list[tuple[dg.AssetCheckKey, Verdicts]]
+                    ) -> Iterator[Any]:
+    """Each check's verdicts as Dagster records them per day partition.
+
+    A one-day run yields an AssetCheckResult, which Dagster ties to the day and its materialization. A ranged run
+    (one run for many days, single_run backfills) plans each partitioned check on each day of the range, but an
+    AssetCheckResult there has no partition: Dagster stores it once for no partition and the UI shows every day
+    of the range "Skipped". So a ranged run yields, per check, its output (downstream steps wait on a blocking
+    check's output) and one AssetCheckEvaluation per day, with the day as its partition and the day's latest
+    materialization as its target, which the UI then shows per day. A failed blocking evaluation of ERROR
+    severity still fails the step once the step's checks are all evaluated, as an AssetCheckResult does."""
+    if not verdicts:
+        return
+    if context.has_partition_key:
+        for key, by_day in verdicts:
+            for verdict in by_day.values():
+                yield verdict._replace(asset_key=key.asset_key, check_name=key.name)
+        return
+    targets = _materializations(context, verdicts[0][0].asset_key, days_of(context))
+    for key, by_day in verdicts:
+        spec = context.assets_def.get_spec_for_check_key(key)
+        yield dg.Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(key))
+        for day, verdict in by_day.items():
+            yield dg.AssetCheckEvaluation(
+                asset_key=key.asset_key, check_name=key.name, passed=verdict.passed, metadata=verdict.metadata,
+                severity=verdict.severity, description=verdict.description, blocking=spec.blocking,
+                partition=day.isoformat(), target_materialization_data=targets.get(day.isoformat()))
+
+
+def _materializations(context: dg.AssetExecutionContext, key: dg.AssetKey, days: list[date]
+                      ) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """The latest materialization of each day of `key`, which a day's check evaluation targets (the UI shows a
+    check's status only while it targets the day's latest materialization). One query for the range."""
+    wanted = [d.isoformat() for d in days]
+    found: dict[str, AssetCheckEvaluationTargetMaterializationData] = {}
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=wanted), limit=len(wanted)).records
+    missing = set(wanted)
+    for record in records:
+        if record.partition_key in missing:
+            missing.discard(record.partition_key)
+            found[record.partition_key] = _target(record)
+    for day in sorted(missing):  # materialized again since, with other days in between: one query each
+        again = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1).records
+        if again:
+            found[day] = _target(again[0])
+    return found
+
+
+def _target(record: Any) -> AssetCheckEvaluationTargetMaterializationData:
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.event_log_entry.run_id, timestamp=record.timestamp)
 
 
 def _day_files(ledger: LedgerResource, schema: str, table: str, context: dg.AssetExecutionContext) -> list[str]:
@@ -111,25 +202,33 @@ def contract_check_specs(ref: TableRef) -> list[dg.AssetCheckSpec]:
     return specs
 
 
-def contract_results(context: dg.AssetExecutionContext, ledger: LedgerResource, ref: TableRef
-                     ) -> Iterator[dg.AssetCheckResult]:
-    """The results of the table's contract checks the run selected (none, when it selected neither): one
-    validation of the day files of the run's days, judged for each."""
+def contract_verdicts(context: dg.AssetExecutionContext, ledger: LedgerResource, ref: TableRef
+                      ) -> list[tuple[dg.AssetCheckKey, Verdicts]]:
+    """The verdicts, day by day, of the table's contract checks the run selected (none, when it selected
+    neither): one validation of the day files of the run's days, judged for each; when it finds a broken rule,
+    each day's file is validated alone for that day's verdict (see _days_judged)."""
     key = dg.AssetKey([ref.schema, ref.name])
     wanted = sorted((k for k in context.selected_asset_check_keys if k.asset_key == key and k.name in _SEVERITY),
                     key=lambda k: k.name)
     if not wanted:
-        return
+        return []
     failpoint(f"checks:{ref.qualified}")
     table = load_contract(ref.contract_id).table(ref.contract_table)
-    files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days_of(context)}
-    with ledger.compute() as (con, _scratch):
-        validation = validate_days(con, ref.qualified, table, files)
-    for check_key in wanted:
-        rules, level = _SEVERITY[check_key.name]
-        yield dg.AssetCheckResult(asset_key=key, check_name=check_key.name, passed=not validation.failed(rules),
-                                  severity=level, description=validation.describe(rules),
-                                  metadata=_validation_metadata(validation, rules))
+    validations: dict[Any, Validation] = {}
+
+    def judged(ctx: Any, name: str) -> dg.AssetCheckResult:
+        days = tuple(days_of(ctx))
+        if days not in validations:
+            files = {day: lake.day_file(ledger.layout.lake, ref.schema, ref.name, day) for day in days}
+            with ledger.compute() as (con, _scratch):
+                validations[days] = validate_days(con, ref.qualified, table, files)
+        validation = validations[days]
+        rules, level = _SEVERITY[name]
+        return dg.AssetCheckResult(asset_key=key, check_name=name, passed=not validation.failed(rules),
+                                   severity=level, description=validation.describe(rules),
+                                   metadata=_validation_metadata(validation, rules))
+
+    return [(k, _days_judged(context, lambda ctx, name=k.name: judged(ctx, name))) for k in wanted]
 
 
 @table_check(_RECONCILIATION, blocking=True,
