@@ -86,3 +86,19 @@ def test_a_long_warning_is_one_line_with_its_counts_the_worst_day_and_where_to_r
         "--verbose.")
     short = "core/billing_charges:billing_fresh: 2026-11-16: no billing rows by 2026-11-18 12:00 UTC"
     assert summarize_warning(short, Path("/h")) == short
+
+
+def test_a_misspelled_config_key_gets_a_did_you_mean_said_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
+    config = home / "config" / "deployments.yaml"
+    config.write_text(config.read_text().replace("    gpus_per_replica: 1\n", "    gpu_per_replica: 1\n", 1))
+    line = config.read_text().splitlines().index("    gpu_per_replica: 1") + 1
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["run", "--home", str(home), "--start", "2026-11-16"])
+    printed = out.getvalue()
+    said = [text for text in printed.splitlines() if "gpu_per_replica" in text]
+    assert code == 1 and len(said) == 1, printed
+    assert said[0].endswith(f"{config} line {line}: unknown key 'gpu_per_replica' in a deployment: did you mean "
+                            "'gpus_per_replica'? (docs/configuration.md)"), said
+    assert "__" not in said[0]  # asset names, not Dagster's step keys

@@ -197,7 +197,18 @@ def _failure_messages(result) -> list[str]:
                 text = f"{kind}: {text}"
             messages.append(f"{step}: {text}\n  (not a problem in your files: a failure inside "
                             "tokenledger; run the day again with --verbose for the traceback and report it)")
-    return messages
+    return _once(messages)
+
+
+def _once(messages: list[str]) -> list[str]:
+    """The same problem met by several steps (a broken config file is read by each), said once, naming them."""
+    steps_of: dict[str, list[str]] = {}
+    for message in messages:
+        step, _, text = message.partition(": ")
+        if " " in step:  # not led by a step: keep as it is
+            step, text = "", message
+        steps_of.setdefault(_DAY_ENTRY.sub("", text).removeprefix(": "), []).append(step)
+    return [f"{', '.join(s for s in steps if s)}: {text}" if any(steps) else text for text, steps in steps_of.items()]
 
 
 _DAY_ENTRY = re.compile(r"^(\d{4}-\d{2}-\d{2})\b")

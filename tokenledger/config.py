@@ -10,6 +10,7 @@ error names the file, the line, the field and the rule.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections import OrderedDict
@@ -185,6 +186,10 @@ def _check_keys(obj: dict[str, Any], known: set[str], path: Path, what: str) -> 
     unknown = sorted(set(obj) - known)
     if unknown:
         line = obj.line_of(unknown[0]) if isinstance(obj, _Mapping) else _line(obj)
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.75)
+        if close:
+            raise ConfigError(f"{path} line {line}: unknown key {unknown[0]!r} in {what}: did you mean "
+                              f"{close[0]!r}? (docs/configuration.md)")
         raise ConfigError(f"{path} line {line}: unknown key {unknown[0]!r} in {what} "
                           f"(known keys: {', '.join(sorted(known))}). Check the spelling (docs/configuration.md).")
 
