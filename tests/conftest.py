@@ -128,7 +128,8 @@ versions:
 # next file when it finishes one: the longest go first and the short ones fill in at the end, so neither worker is
 # left running a long module alone.
 SLOW_MODULES = {
-    "test_operations.py": 64, "test_cli_ui.py": 36, "test_faults_operations.py": 41, "test_week.py": 32, "test_generate.py": 27,
+    "test_operations.py": 64, "test_cli_ui.py": 36, "test_faults_operations.py": 41, "test_week.py": 32,
+    "test_generate.py": 27,
     "test_capacity.py": 26, "test_accounting.py": 24, "test_capacity_week.py": 23, "test_ingest_gateway.py": 23,
     "test_cost.py": 22, "test_checks.py": 21, "test_demo_fleet.py": 18, "test_cost_focus_sample.py": 13,
     "test_pipeline_generated.py": 12, "test_api_deployments.py": 12, "test_loadtest.py": 11,

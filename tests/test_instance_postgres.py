@@ -260,7 +260,8 @@ def test_a_url_dagster_cannot_use_is_refused_without_echoing_the_password(tmp_pa
     home = _home(tmp_path / "home")
     for url, says in ((f"postgresql://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}", "not postgresql://..."),
                       (f"postgres://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}", "not postgres://..."),
-                      (f"postgresql+psycopg2://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}?notanoption=1", "not a valid")):
+                      (f"postgresql+psycopg2://{USER}:{PASSWORD}@127.0.0.1:5432/{DATABASE}?notanoption=1",
+                       "not a valid")):
         code, lines = _said(_run(home, monkeypatch, url))
         assert code == 2 and len(lines) == 1 and says in lines[0], lines
         assert PASSWORD not in lines[0]
