@@ -2,7 +2,11 @@
 
     python -m tokenledger.screenshot --home .home --day 2026-11-16 [--out FILE] [--width 1400] [--height 900]
 
-(`make review-png` does it for the demo's first day.) It prints where the PNG is and whether the verdict table is
+    python -m tokenledger.screenshot --home .home --ui [--asset core/gateway_requests] [--port 3111] [--out FILE]
+
+(`make review-png` does it for the demo's first day.) With `--ui` it starts `tokenledger ui` for the home, shows
+the asset's check list in the Dagster UI (each check's status for the latest day) and stops the UI again.
+For a review, it prints where the PNG is and whether the verdict table is
 above the fold: the verdict table's header is the only place the review paints its colour (`VERDICT_HEADER`), so
 finding that colour in a viewport-sized screenshot means the table starts inside the first screen. Needs a Chromium
 binary (Debian's `chromium` package: /usr/bin/chromium); nothing is fetched, the review is a local file.
@@ -11,6 +15,7 @@ binary (Debian's `chromium` package: /usr/bin/chromium); nothing is fetched, the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import struct
 import subprocess
@@ -38,9 +43,10 @@ def find_chromium() -> Path | None:
     return Path(found) if found else None
 
 
-def screenshot(html_path: Path, png_path: Path, width: int = 1400, height: int = 900,
+def screenshot(html_path: Path | str, png_path: Path, width: int = 1400, height: int = 900,
                chromium: Path | None = None) -> Path:
-    """Screenshot the top `width` x `height` pixels of `html_path` into `png_path` with headless Chromium."""
+    """Screenshot the top `width` x `height` pixels of `html_path` (or an http URL) into `png_path` with headless
+    Chromium."""
     binary = chromium or find_chromium()
     if binary is None:
         raise FileNotFoundError("no Chromium found (tried " + ", ".join(CHROMIUM_CANDIDATES)
@@ -50,7 +56,9 @@ def screenshot(html_path: Path, png_path: Path, width: int = 1400, height: int =
         # A throwaway profile, no network, no GPU: the page is self-contained and nothing may be fetched.
         subprocess.run([str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                         "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                        f"--screenshot={png_path}", html_path.resolve().as_uri()],
+                        f"--screenshot={png_path}",
+                        *(["--virtual-time-budget=15000", html_path] if isinstance(html_path, str)
+                          else [html_path.resolve().as_uri()])],
                        check=True, capture_output=True, timeout=180)
     return png_path
 
@@ -107,14 +115,60 @@ def first_row_with(png_path: Path, rgb: tuple[int, int, int]) -> int | None:
     return None
 
 
+def ui_screenshot(home: Path, png_path: Path, asset: str = "core/gateway_requests", port: int = 3111,
+                  width: int = 1400, height: int = 900, timeout: float = 120.0) -> Path:
+    """Start `tokenledger ui` for `home` on `port` (in a process group of its own), screenshot the asset's check
+    list, then end the group and wait until the port is free."""
+    import os
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    base = f"http://127.0.0.1:{port}"
+    ui = subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "ui", "--home", str(home), "--port", str(port)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/server_info", timeout=2).close()
+                break
+            except OSError:
+                if ui.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the Dagster UI did not start on {base}") from None
+                time.sleep(1)
+        return screenshot(f"{base}/assets/{asset}?view=checks", png_path, width, height)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=30)
+        for _ in range(30):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            time.sleep(1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenledger.screenshot", description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True, help="the home whose reports/ holds the review")
-    parser.add_argument("--day", type=date.fromisoformat, required=True, help="the review's UTC day, YYYY-MM-DD")
+    parser.add_argument("--day", type=date.fromisoformat, help="the review's UTC day, YYYY-MM-DD")
+    parser.add_argument("--ui", action="store_true", help="the Dagster UI's check list of --asset instead")
+    parser.add_argument("--asset", default="core/gateway_requests", help="with --ui: the asset whose checks to show")
+    parser.add_argument("--port", type=int, default=3111, help="with --ui: the port the UI serves for the screenshot")
     parser.add_argument("--out", type=Path, help="the PNG to write (default: beside the review)")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=900)
     args = parser.parse_args(argv)
+    if args.ui:
+        home = args.home.expanduser().resolve()
+        out = args.out or HomeLayout.of(home).home / "reports" / f"ui-checks-{args.asset.replace('/', '-')}.png"
+        png = ui_screenshot(home, out, args.asset, args.port, args.width, args.height)
+        print(f"{png} ({args.width} x {args.height}): the check list of {args.asset} in the Dagster UI")
+        return 0
+    if args.day is None:
+        parser.error("--day is needed (or --ui)")
     html_path = report_paths(HomeLayout.of(args.home.expanduser().resolve()), args.day)[0]
     if not html_path.is_file():
         print(f"{html_path} does not exist: run the day first (tokenledger run --home ... --start {args.day}).",
