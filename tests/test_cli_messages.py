@@ -102,3 +102,14 @@ def test_a_misspelled_config_key_gets_a_did_you_mean_said_once(home: Path, monke
     assert said[0].endswith(f"{config} line {line}: unknown key 'gpu_per_replica' in a deployment: did you mean "
                             "'gpus_per_replica'? (docs/configuration.md)"), said
     assert "__" not in said[0]  # asset names, not Dagster's step keys
+
+
+def test_a_ranged_runs_per_day_evaluations_of_one_check_read_as_one_message() -> None:
+    from tokenledger.cli import _joined
+
+    advice = ". If they served traffic, their logs are missing: land them and re-run the day."
+    what = "deployments in force with no request that day: "
+    days = [what + "2026-11-17 a (model x)" + advice, what + "2026-11-18 a (model x); 2026-11-18 b (model y)" + advice]
+    assert _joined(days) == what + "2026-11-17 a (model x); 2026-11-18 a (model x); 2026-11-18 b (model y)" + advice
+    assert _joined(["2026-11-16 gateway: 8 row(s)", "2026-11-17 gateway: 2 row(s)"]) == \
+        "2026-11-16 gateway: 8 row(s); 2026-11-17 gateway: 2 row(s)"

@@ -146,15 +146,37 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _check_messages(result, severity: str) -> list[str]:
-    """The descriptions of the checks of `severity` ('ERROR' or 'WARN') that did not pass."""
-    messages = []
+    """The descriptions of the checks of `severity` ('ERROR' or 'WARN') that did not pass, one message per check: a
+    ranged run records each check once per day (assets/checks.py), and their descriptions are joined."""
+    by_check: dict[str, list[str]] = {}
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             evaluation = event.event_specific_data
             if not evaluation.passed and evaluation.severity.value == severity:
                 key = evaluation.asset_check_key
-                messages.append(f"{key.asset_key.to_user_string()}:{key.name}: {evaluation.description or ''}")
-    return messages
+                texts = by_check.setdefault(f"{key.asset_key.to_user_string()}:{key.name}", [])
+                if (text := evaluation.description or "") not in texts:
+                    texts.append(text)
+    return [f"{check}: {_joined(texts)}" for check, texts in by_check.items()]
+
+
+def _joined(texts: list[str]) -> str:
+    """Per-day descriptions of one check as one: their shared opening (`what: `) and closing advice (after the
+    entries' last '. ') said once, the entries joined with '; '."""
+    if len(texts) == 1:
+        return texts[0]
+    head = ""
+    first = texts[0]
+    if not _DAY_ENTRY.match(first) and ": " in first:
+        candidate = first.split(": ", 1)[0] + ": "
+        if all(t.startswith(candidate) for t in texts):
+            head, texts = candidate, [t[len(candidate):] for t in texts]
+    tail = ""
+    if ". " in texts[0]:
+        candidate = ". " + texts[0].rsplit(". ", 1)[1]
+        if all(t.endswith(candidate) for t in texts):
+            tail, texts = candidate, [t[:-len(candidate)] for t in texts]
+    return head + "; ".join(texts) + tail
 
 
 def _innermost(error):
