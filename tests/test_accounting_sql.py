@@ -99,7 +99,8 @@ def test_the_workload_distribution_of_served_requests() -> None:
            + [{"model": "m", "status": "cancelled", "input_tokens": 50_000, "output_tokens": 1}])
     con.execute("CREATE TABLE day_deployments AS SELECT 'm' AS model")
     con.execute("CREATE TABLE day_usage AS SELECT 'm' AS model, 6 AS requests, 52_000 AS input_total, "
-                "0 AS input_cached, 52_000 AS input_recomputed, 0 AS input_cache_write, 201 AS output_tokens")
+                "0 AS input_cached, 52_000 AS input_recomputed, 0 AS input_cache_write, 201 AS output_tokens, "
+                "NULL::BIGINT AS reasoning_tokens")
     text = statement("token_split_daily")
     cursor = con.execute(text, used_params(text, PARAMS))
     row = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))

@@ -27,7 +27,7 @@ def test_every_option_has_help_and_home_defaults_to_the_environment(monkeypatch:
     monkeypatch.setenv("TOKENLEDGER_HOME", str(tmp_path))
     parser = cli.build_parser()
     commands = _subparsers(parser)
-    assert set(commands) == {"generate", "run", "ui"}
+    assert set(commands) == {"generate", "run", "sql", "ui"}
     for name, sub in commands.items():
         for action in sub._actions:
             if not isinstance(action, argparse._HelpAction):
@@ -40,8 +40,9 @@ def test_every_option_has_help_and_home_defaults_to_the_environment(monkeypatch:
 def test_home_is_required_only_without_the_environment(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.delenv("TOKENLEDGER_HOME", raising=False)
     with pytest.raises(SystemExit):
-        cli.build_parser().parse_args(["run", "--start", "2026-11-16"])
-    assert "--home" in capsys.readouterr().err
+        cli.main(["run", "--start", "2026-11-16"])
+    err = capsys.readouterr().err
+    assert "--home" in err and "TOKENLEDGER_HOME" in err
 
 
 def test_version(capsys) -> None:
