@@ -9,7 +9,7 @@ DEMO_DAYS ?= 7
 DEMO_REQUESTS_PER_DAY ?= 200000
 DEMO_SEED ?= 7
 
-.PHONY: demo test ui bench lint docs constraints clean review-png
+.PHONY: demo test test-distributed ui bench lint docs constraints clean review-png
 
 # The environment: pinned versions (constraints.txt) installed into .venv, the project editable.
 $(BIN)/.installed-dev: pyproject.toml constraints.txt
@@ -28,7 +28,12 @@ demo: $(BIN)/.installed-dev
 test: $(BIN)/.installed-dev
 	$(BIN)/dagster definitions validate -m pipelines.definitions
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not distributed"
+
+# The tests that start real Dagster daemons, run workers, Celery workers and brokers (pytest -m distributed): a step
+# of .ci/run of its own, as they take minutes.
+test-distributed: $(BIN)/.installed-dev
+	$(BIN)/python -m pytest -q -m distributed
 
 # The demo's first review as the reader's first screen: headless Chromium at 1400 x 900 (apt-get install chromium);
 # prints whether the verdict table is above the fold.

@@ -9,7 +9,9 @@
     publish     the day's tables to exports/ and the warehouse, then the trend (assets/publish.py, trend.py)
 
 Every table is checked against its contract before anything downstream runs (assets/checks.py). The daily
-schedule runs yesterday at 06:00 UTC; a sensor re-runs a processed day when a late file lands.
+schedule runs yesterday at 06:00 UTC; a sensor re-runs a processed day when a late file lands. A run's steps
+execute in its own process unless TOKENLEDGER_EXECUTOR chooses a process per step or Celery workers
+(pipelines/executors.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets import accounting, capacity, cost, ingest, publish, quality, trend, whatif
+from pipelines.executors import executor_from_env
 from pipelines.jobs import daily_pipeline
 from pipelines.progress import step_progress
 from pipelines.resources import ledger_resource
@@ -29,7 +32,7 @@ defs = dg.Definitions(
     schedules=[daily_schedule],
     sensors=[late_data_sensor],
     resources={"ledger": ledger_resource()},
-    # One process per run: steps already use every core through DuckDB, and GX is imported once per run.
-    executor=dg.in_process_executor,
+    # One process per run unless TOKENLEDGER_EXECUTOR says otherwise (multiprocess, celery): pipelines/executors.py.
+    executor=executor_from_env(),
     loggers={"console": dg.colored_console_logger, "progress": step_progress},
 )

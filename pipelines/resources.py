@@ -133,3 +133,12 @@ def ledger_resource() -> LedgerResource:
     overrides = {field: dg.EnvVar(var) for field, var in (OPTIONAL_DIRS | OPTIONAL_SETTINGS).items()
                  if os.getenv(var)}
     return LedgerResource(home=dg.EnvVar("TOKENLEDGER_HOME"), **overrides)
+
+
+def ledger_run_config(**values: object) -> dict:
+    """The ledger resource's run config as `ledger_resource()` configures it (each setting named by its variable, in
+    Dagster's `env:` form, so the process that runs a step reads it from its own environment), with `values` added.
+    Run config replaces a resource's whole configuration: a run given only `idle_days` would lose its home."""
+    config: dict = {"home": {"env": "TOKENLEDGER_HOME"}}
+    config.update({field: {"env": var} for field, var in (OPTIONAL_DIRS | OPTIONAL_SETTINGS).items() if os.getenv(var)})
+    return {"ledger": {"config": {**config, **values}}}

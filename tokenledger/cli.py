@@ -363,14 +363,17 @@ def _chunks(start: date, end: date, size: int) -> list[tuple[date, date]]:
     return out
 
 
-def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per_run: int = DAYS_PER_RUN,
-             end_given: bool = True) -> int:
+def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per_run: int | None = None,
+             end_given: bool = True, parallel: int | None = None, idle: bool = False) -> int:
     """Materialize every asset of each day in [start, end] through Dagster; returns a process exit code.
 
     The range is run as Dagster ranged runs of at most `days_per_run` days (each asset's step walks its days in
     order), so a step's fixed cost is paid once per run, not once per day. When a ranged run fails, nothing of
     it was published (its publication step did not run): its days are run again one Dagster run each, so the
-    good days are published and each failed day is named with its own messages."""
+    good days are published and each failed day is named with its own messages.
+
+    `parallel`: the runs are submitted to the home's Dagster instance instead (tokenledger/submitted.py), at most
+    that many of them unfinished at once, and `days_per_run` defaults to the range cut into that many runs."""
     layout = use_home(home)
     warnings.filterwarnings("ignore")
     from dagster import DagsterInstance
@@ -379,6 +382,12 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     from tokenledger.publishing import exclusive
 
     _check_range(start, end, end_given)
+    if days_per_run is None:
+        days = (end - start).days + 1
+        days_per_run = min(DAYS_PER_RUN, -(-days // parallel)) if parallel else DAYS_PER_RUN
+    idle_days = ",".join((start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1))
+    if idle and not parallel:
+        os.environ["TOKENLEDGER_IDLE_DAYS"] = idle_days
 
     job = defs.resolve_job_def("daily_pipeline")
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}},
@@ -419,7 +428,19 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".init.lock"):
         instance = DagsterInstance.get()
     with instance:
-        for first, last in _chunks(start, end, days_per_run):
+        if parallel:
+            from tokenledger.submitted import run_submitted
+
+            # The run worker's console log goes to the daemon's log file; the lines printed here come from the
+            # instance's event log (tokenledger/submitted.py).
+            submitted_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "WARNING"}}}}
+            if idle:
+                from pipelines.resources import ledger_run_config
+
+                submitted_config["resources"] = ledger_run_config(idle_days=idle_days)
+            run_submitted(instance, _chunks(start, end, days_per_run), parallel, submitted_config, published, failed,
+                          _failure_messages)
+        for first, last in ([] if parallel else _chunks(start, end, days_per_run)):
             result = execute(first, last)
             if result.success:
                 published(first, last, result)
@@ -461,11 +482,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if end < args.start:
         print(f"error: --end {end} is before --start {args.start}", file=sys.stderr)
         return 2
-    if args.idle:
-        os.environ["TOKENLEDGER_IDLE_DAYS"] = ",".join(
-            (args.start + timedelta(days=i)).isoformat() for i in range((end - args.start).days + 1))
     return run_days(args.home, args.start, end, verbose=args.verbose, days_per_run=args.days_per_run,
-                    end_given=args.end is not None)
+                    end_given=args.end is not None, parallel=args.parallel, idle=args.idle)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -584,9 +602,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--idle", action="store_true",
                      help="the range's days may have no request logs at all (known idle days); without it such a "
                           "day fails, so a missing upload is never published as a day without traffic")
-    run.add_argument("--days-per-run", type=_days_per_run, default=DAYS_PER_RUN, metavar="N",
-                     help=f"days per Dagster run (default: {DAYS_PER_RUN}): a ranged run pays each step's fixed cost "
-                          "once; a failed ranged run is re-run day by day, so a bad day stops only itself")
+    run.add_argument("--days-per-run", type=_days_per_run, default=None, metavar="N",
+                     help=f"days per Dagster run (default: {DAYS_PER_RUN}, or the range cut into --parallel runs): a "
+                          "ranged run pays each step's fixed cost once; a failed ranged run is re-run day by day, so "
+                          "a bad day stops only itself")
+    run.add_argument("--parallel", type=_positive, default=None, metavar="N",
+                     help="submit the runs to the home's Dagster instance, at most N at once, instead of running them "
+                          "in this process: its run queue, launcher and TOKENLEDGER_EXECUTOR decide where they run "
+                          "(docs/deploying.md)")
     run.add_argument("--verbose", action="store_true", help="show Dagster's event log while running")
     run.set_defaults(func=cmd_run)
 

@@ -1,0 +1,136 @@
+"""`tokenledger run --parallel N`: runs submitted to the home's Dagster instance, dequeued by its daemon and launched
+by its run launcher (tokenledger/submitted.py), instead of executed in the command's process.
+
+A generated 4-day home is run in process and, on a copy, with --parallel 2: two ranged runs of two days each, each
+in a run worker process of its own, publishing the same tables row for row. A day whose logs are missing fails its
+ranged run, whose days are then submitted one run each: the good day of that range is published, the bad one
+named; `--idle` (carried to the submitted runs in their run config) publishes it. These tests start real Dagster
+daemons and run workers, so they run in `make test-distributed` (a step of .ci/run), not in `make test`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.trend import TREND
+from tokenledger.whatif import TRACES
+
+pytestmark = pytest.mark.distributed
+
+START, END = "2026-11-02", "2026-11-05"
+
+
+def tokenledger(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenledger.cli", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("parallel") / "home"
+    done = tokenledger("generate", "--home", str(home), "--start", START, "--days", "4", "--requests-per-day", "300",
+                       "--seed", "3", "--bad-rows-per-day", "0", "--canonical-only")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+def copy_of(generated: Path, tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(generated, target, ignore=shutil.ignore_patterns(".dagster"))
+    return target
+
+
+def published(home: Path) -> dict[str, list[tuple]]:
+    """Every published table's rows (the day tables and the two kept whole), in one order."""
+    out = {}
+    with duckdb.connect() as con:
+        for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+            folder = home / "exports" / ref.schema / ref.name
+            if folder.is_dir():
+                out[ref.qualified] = con.execute(
+                    f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = false) ORDER BY ALL"
+                ).fetchall()
+    return out
+
+
+def runs_of(home: Path) -> list[dict]:
+    """The home's Dagster runs: their days, status and the process each ran in (from its own event log)."""
+    script = (
+        "import json, re, warnings; warnings.filterwarnings('ignore')\n"
+        "from dagster import DagsterInstance\n"
+        "with DagsterInstance.get() as i:\n"
+        "    out = []\n"
+        "    for r in i.get_runs():\n"
+        "        events = [e.dagster_event for e in i.all_logs(r.run_id) if e.dagster_event]\n"
+        "        pids = {e.pid for e in events if e.pid}\n"
+        "        t = r.tags\n"
+        "        days = t.get('dagster/partition') or t.get('dagster/asset_partition_range_start') + '...' + "
+        "t.get('dagster/asset_partition_range_end')\n"
+        "        out.append({'days': days, 'status': r.status.value, 'pids': sorted(pids)})\n"
+        "    print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DAGSTER_HOME": str(home / ".dagster")})
+    assert done.returncode == 0, done.stderr
+    import json
+
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_parallel_runs_publish_what_one_process_publishes(generated: Path, tmp_path: Path) -> None:
+    alone, fanned = copy_of(generated, tmp_path, "alone"), copy_of(generated, tmp_path, "fanned")
+    one = tokenledger("run", "--home", str(alone), "--start", START, "--end", END)
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = tokenledger("run", "--home", str(fanned), "--start", START, "--end", END, "--parallel", "2")
+    assert two.returncode == 0, two.stdout + two.stderr
+    out = two.stdout
+    # Two ranged runs of two days, submitted together, each announced and followed step by step.
+    assert re.search(r"^2026-11-02\.\.\.2026-11-03  submitted as run [0-9a-f]{8} \(2 days, one run\)$", out, re.M)
+    assert re.search(r"^2026-11-04\.\.\.2026-11-05  submitted as run [0-9a-f]{8} \(2 days, one run\)$", out, re.M)
+    assert re.search(r"2026-11-04\.\.\.2026-11-05  publish/exports done$", out, re.M)
+    for day in ("2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"):
+        assert f"{day}  published" in out
+    runs = runs_of(fanned)
+    assert sorted((r["days"], r["status"]) for r in runs) == [
+        ("2026-11-02...2026-11-03", "SUCCESS"), ("2026-11-04...2026-11-05", "SUCCESS")]
+    # Each run's steps ran in a run worker of its own, neither the command nor the other run.
+    workers = [set(r["pids"]) for r in runs]
+    assert all(workers) and not workers[0] & workers[1]
+    # The in-process home ran one ranged run of four days, in the command's own process.
+    assert [r["days"] for r in runs_of(alone)] == ["2026-11-02...2026-11-05"]
+    tables_alone, tables_fanned = published(alone), published(fanned)
+    assert {"finance.cost_per_mtok_daily", "infra.capacity_plan_daily", "focus.cost_and_usage_daily"} <= set(
+        t for t, r in tables_alone.items() if r)
+    assert tables_fanned == tables_alone
+    assert len(tables_fanned["infra.capacity_trend"]) == len(tables_alone["infra.capacity_trend"]) > 0
+
+
+def test_a_failed_range_is_resubmitted_day_by_day_and_idle_reaches_the_runs(generated: Path, tmp_path: Path) -> None:
+    home = copy_of(generated, tmp_path, "gap")
+    shutil.rmtree(home / "raw" / "gateway" / "dt=2026-11-03")
+    done = tokenledger("run", "--home", str(home), "--start", START, "--end", END, "--parallel", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert ("2026-11-02...2026-11-03  a day failed in the ranged run, so none of it was published: running its days "
+            "one by one") in out
+    assert "2026-11-02  published" in out and "2026-11-03  FAILED" in out
+    assert "2026-11-04  published" in out and "2026-11-05  published" in out
+    assert "core/gateway_requests: no request logs for 2026-11-03: none of " in out, out
+    assert "1 day(s) failed: 2026-11-03." in out
+    assert sorted((r["days"], r["status"]) for r in runs_of(home)) == [
+        ("2026-11-02", "SUCCESS"), ("2026-11-02...2026-11-03", "FAILURE"), ("2026-11-03", "FAILURE"),
+        ("2026-11-04...2026-11-05", "SUCCESS")]
+    assert not (home / "exports" / "infra" / "slo_daily" / "day=2026-11-03").exists()
+    # Declared idle, the day is published as a day without traffic: --idle reaches the submitted run.
+    idle = tokenledger("run", "--home", str(home), "--start", "2026-11-03", "--parallel", "1", "--idle")
+    assert idle.returncode == 0, idle.stdout + idle.stderr
+    assert "2026-11-03  published" in idle.stdout
+    assert (home / "exports" / "infra" / "slo_daily" / "day=2026-11-03").is_dir()
