@@ -33,12 +33,33 @@ def first_landing_day(raw: Path) -> date | None:
     return min(days, default=None)
 
 
+def first_remote_landing_day(url: str) -> date | None:
+    """first_landing_day of a home on object storage, from the names its bucket lists under raw/."""
+    from tokenledger.remote import WHOLE_RAW, RemoteHome
+
+    remote = RemoteHome.parse(url)
+    days = []
+    for source in remote.folders("raw/"):
+        if source not in WHOLE_RAW:
+            for name in remote.folders(f"raw/{source}/"):
+                try:
+                    days.append(date.fromisoformat(name.removeprefix("dt=")))
+                except ValueError:
+                    continue
+    return min(days, default=None)
+
+
 def _start_date() -> str:
     """TOKENLEDGER_START_DATE, else the home's first landed day, so the UI's partitions start where the data does
     (and its fill shows real gaps), else 2024-01-01."""
+    from tokenledger.remote import is_remote
+
     if os.getenv("TOKENLEDGER_START_DATE"):
         return os.environ["TOKENLEDGER_START_DATE"]
     home = os.getenv("TOKENLEDGER_HOME")
+    if home and is_remote(home):
+        first = first_remote_landing_day(home)
+        return first.isoformat() if first else DEFAULT_START_DATE
     raw = os.getenv("TOKENLEDGER_RAW_DIR") or (str(Path(home) / "raw") if home else None)
     first = first_landing_day(Path(raw)) if raw else None
     return first.isoformat() if first else DEFAULT_START_DATE

@@ -22,6 +22,7 @@ from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
 from tokenledger.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
 from tokenledger.paths import HomeLayout
+from tokenledger.remote import pull_for_run, push_for_run
 from tokenledger.warehouse import WarehouseResource, warehouse_resource
 
 OPTIONAL_DIRS = {
@@ -64,28 +65,37 @@ class LedgerResource(dg.ConfigurableResource):
         """At a run's start: clean up after killed runs, record this run, and lock the run's days so that
         another run of the same day waits instead of interleaving its files with this one's."""
         run = context.dagster_run
-        if run is None or not Path(self.home).expanduser().is_dir():
-            return
         layout = self.layout
+        if run is None or (layout.remote is None and not layout.home.is_dir()):
+            return
         days = run_days(run.tags)
+        held = ExitStack()
         try:
+            layout.home.mkdir(parents=True, exist_ok=True)
             fail_dead_runs(layout, context.instance)
             clean_orphans(layout, days)
-            held = ExitStack()
             record = register_run(layout, run.run_id)
             held.callback(record.unlink, missing_ok=True)
             held.enter_context(day_locks(
                 layout, days, waiting=lambda day: context.log.info(
                     f"another run of {day} is in progress; waiting for it to finish before computing the day")))
-        except OSError as exc:
-            raise LedgerError(f"cannot prepare {layout.home} for a run ({exc.strerror}: {exc.filename}). Check "
-                              "that the home is writable and its disk is not full, then re-run.") from None
+            if layout.remote is not None:
+                # After the day locks: what this step reads of the days, from the bucket (tokenledger/remote.py).
+                pull_for_run(layout, days)
+                held.callback(push_for_run, layout, days)
+        except BaseException as exc:
+            held.close()
+            if isinstance(exc, OSError):
+                raise LedgerError(f"cannot prepare {layout.home} for a run ({exc.strerror}: {exc.filename}). Check "
+                                  "that the home is writable and its disk is not full, then re-run.") from None
+            raise
         self._held = held
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Push what the step wrote (a home on object storage), then release the day locks and the run record."""
         if self._held is not None:
-            self._held.close()
-            self._held = None
+            held, self._held = self._held, None
+            held.close()
 
     def is_idle(self, day: date) -> bool:
         """Whether the user declared `day` idle (idle_days, or TOKENLEDGER_IDLE_DAYS)."""

@@ -63,12 +63,32 @@ def dagster_home_of(home: Path) -> Path:
     return url_safe_folder(folder)
 
 
-def use_home(home: Path) -> HomeLayout:
+def _home(text: str) -> str | Path:
+    """--home: a folder, or a home on object storage (s3://bucket/prefix), kept as its URL."""
+    from tokenledger.remote import is_remote
+
+    return text if is_remote(text) else Path(text)
+
+
+def home_layout(home: str | Path) -> HomeLayout:
+    """The layout of --home: a folder's resolved path, or a remote home's work folder (tokenledger/remote.py)."""
+    return HomeLayout.of(home if isinstance(home, str) else home.expanduser().resolve())
+
+
+def use_home(home: str | Path) -> HomeLayout:
     """Point this process (and any Dagster process it starts) at `home` and its own Dagster instance.
 
-    The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it."""
-    home = home.expanduser().resolve()
-    HomeLayout.of(home).check()
+    The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it (inside the
+    work folder of a home on object storage, whose config is pulled first)."""
+    layout = home_layout(home)
+    layout.check()
+    if layout.remote is not None:
+        dagster_home = dagster_home_of(layout.home)
+        prepare_instance(dagster_home)
+        os.environ["TOKENLEDGER_HOME"] = layout.remote.url
+        os.environ["DAGSTER_HOME"] = str(dagster_home)
+        return layout
+    home = layout.home
     try:
         dagster_home = dagster_home_of(home)
         # SQLite beside the data, or Postgres when TOKENLEDGER_DAGSTER_POSTGRES_URL is set (its server checked).
@@ -96,12 +116,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if wrong:
         print("error: " + "; ".join(wrong), file=sys.stderr)
         return 2
-    home = args.home.expanduser().resolve()
+    layout = home_layout(args.home)
+    home = layout.home
     home.mkdir(parents=True, exist_ok=True)
     summary = generate_landing_zone(home, args.start, args.days, args.requests_per_day, args.seed,
                                     bad_rows_per_day=args.bad_rows_per_day, other_formats=not args.canonical_only,
                                     parts=args.parts, workers=args.workers)
-    print(f"Wrote a sample landing zone to {home}:")
+    print(f"Wrote a sample landing zone to {layout.name}:")
     print(f"  {summary.days} day(s) from {summary.start}: {summary.requests:,} requests in "
           f"{len(summary.gateway_files)} gateway files ({summary.rows_written:,} rows: {summary.duplicate_rows:,} "
           f"logged twice, {len(summary.bad_rows)} deliberately invalid)")
@@ -142,6 +163,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
                                              requests_per_day=args.requests_per_day)
             print(f"  load test: {folder.relative_to(home)} (a vllm bench serve sweep: "
                   f"{', '.join(f'{r:g}' for r in DEMO_BENCH_RATES)} req/s, {DEMO_BENCH_STEP_MINUTES} minutes each)")
+    if layout.remote is not None:
+        from tokenledger.remote import push
+
+        written = [p for folder in ("raw", "config") for p in (home / folder).rglob("*") if p.is_file()]
+        print(f"  uploaded {push(layout.remote, home, written)} file(s) to {layout.remote.url} (raw/, config/)")
     return 0
 
 
@@ -292,10 +318,10 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     if not any((exports / manifest_name(day)).is_file() for day in days):
         print(f"\nNothing of {start}{'' if start == end else '...' + str(end)} is published: what readers see "
-              f"in {layout.exports} is as it was.")
+              f"in {layout.shown(layout.exports)} is as it was.")
         return
-    print(f"\nPublished to {layout.exports} (a Parquet dataset per table, day=YYYY-MM-DD/ per day; finance also as "
-          f"CSV under csv/) and {layout.warehouse} (views):")
+    print(f"\nPublished to {layout.shown(layout.exports)} (a Parquet dataset per table, day=YYYY-MM-DD/ per day; "
+          f"finance also as CSV under csv/) and {layout.warehouse} (views):")
     for ref in PUBLISHED_TABLES:
         files = [lake.day_file(exports, ref.schema, ref.name, start + timedelta(days=i))
                  for i in range((end - start).days + 1)]
@@ -315,7 +341,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             print(f"  {whole.qualified:<40} {span} {rows:>12,} rows")
     reports = sorted(layout.reports.glob("capacity-review-*.html"))
     if reports:
-        print(f"\nCapacity review reports in {layout.reports}: {reports[0].name} ... {reports[-1].name} "
+        print(f"\nCapacity review reports in {layout.shown(layout.reports)}: {reports[0].name} ... {reports[-1].name} "
               f"({len(reports)}, each also as .md)")
     recon = [literal_path(f) for i in range((end - start).days + 1)
              if (f := lake.day_file(exports, "quality", "ingest_reconciliation_daily",
@@ -331,8 +357,8 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             state = "balanced" if balanced else "NOT BALANCED"
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
                   f"+ {merged:>6,} merged + {skipped:>6,} skipped   {state}")
-    print(f"\nQuery them: tokenledger sql --home {layout.home} \"SELECT * FROM quality.quarantine\" (or in Python, "
-          f"tokenledger.warehouse.connect('{layout.home}')). The Dagster UI: tokenledger ui --home {layout.home}")
+    print(f"\nQuery them: tokenledger sql --home {layout.name} \"SELECT * FROM quality.quarantine\" (or in Python, "
+          f"tokenledger.warehouse.connect('{layout.name}')). The Dagster UI: tokenledger ui --home {layout.name}")
 
 
 def _check_range(start: date, end: date, end_given: bool = True) -> None:
@@ -492,8 +518,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     from tokenledger.warehouse import connect
 
-    layout = HomeLayout.of(args.home.expanduser().resolve())
-    if not layout.warehouse.exists():
+    layout = home_layout(args.home)
+    if layout.remote is not None:
+        from tokenledger.publishing import pull_published
+
+        layout.home.mkdir(parents=True, exist_ok=True)
+        if not pull_published(layout):
+            raise LedgerError(f"{layout.remote.url} has published nothing yet: run a day first (tokenledger run "
+                              f"--home {layout.remote.url} --start YYYY-MM-DD).")
+    elif not layout.warehouse.exists():
         raise LedgerError(f"{layout.warehouse} does not exist yet: run a day first (tokenledger run --home "
                           f"{layout.home} --start YYYY-MM-DD).")
     with connect(layout) as con:
@@ -554,7 +587,7 @@ def _end_group(pgid: int, grace_s: float = 10.0) -> None:
 def _home_option(parser: argparse.ArgumentParser, what: str) -> None:
     """--home, defaulting to TOKENLEDGER_HOME (one of the two is needed: main() says so, naming both)."""
     default = os.getenv("TOKENLEDGER_HOME")
-    parser.add_argument("--home", type=Path, default=Path(default) if default else None,
+    parser.add_argument("--home", type=_home, default=_home(default) if default else None,
                         help=f"{what} (default: $TOKENLEDGER_HOME{', now ' + default if default else ', unset'})")
 
 

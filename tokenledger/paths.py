@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenledger.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenledger.remote import RemoteHome
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -18,7 +22,10 @@ CONTRACTS_DIR = PROJECT_ROOT / "data_contracts"
 
 @dataclass(frozen=True)
 class HomeLayout:
-    """The folders of one tokenledger home (see docs/inputs.md). Each may be overridden on its own."""
+    """The folders of one tokenledger home (see docs/inputs.md). Each may be overridden on its own.
+
+    A home on object storage (`s3://bucket/prefix`, `remote`) is worked on in a local work folder, `home`, which
+    holds the same layout: tokenledger/remote.py says what is pulled into it and pushed from it."""
 
     home: Path
     raw: Path
@@ -26,6 +33,7 @@ class HomeLayout:
     warehouse: Path
     exports: Path
     reports: Path
+    remote: RemoteHome | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -38,7 +46,19 @@ class HomeLayout:
         exports: str | Path | None = None,
         reports: str | Path | None = None,
     ) -> HomeLayout:
-        root = Path(home).expanduser()
+        from tokenledger.remote import RemoteHome, is_remote, work_dir
+
+        remote = None
+        if is_remote(home):
+            remote = RemoteHome.parse(str(home))
+            given = [name for name, value in (("raw", raw), ("config", config), ("warehouse", warehouse),
+                                              ("exports", exports), ("reports", reports)) if value]
+            if given:
+                raise ConfigError(f"the home {remote.url} is on object storage, where every folder is the home's "
+                                  f"own: unset the override of {', '.join(given)} (TOKENLEDGER_*_DIR)")
+            root = work_dir(remote)
+        else:
+            root = Path(home).expanduser()
         return cls(
             home=root,
             raw=Path(raw) if raw else root / "raw",
@@ -46,7 +66,19 @@ class HomeLayout:
             warehouse=Path(warehouse) if warehouse else root / "warehouse.duckdb",
             exports=Path(exports) if exports else root / "exports",
             reports=Path(reports) if reports else root / "reports",
+            remote=remote,
         )
+
+    @property
+    def name(self) -> str:
+        """The home as a user names it: its folder, or its bucket URL."""
+        return self.remote.url if self.remote else str(self.home)
+
+    def shown(self, path: Path) -> str:
+        """Where a user finds `path` (a folder of the home): in the bucket for a remote home's published folders."""
+        if self.remote is not None and path in (self.exports, self.reports):
+            return self.remote.where(path.name)
+        return str(path)
 
     @property
     def lake(self) -> Path:
@@ -84,7 +116,19 @@ class HomeLayout:
         return self.raw / "loadtest"
 
     def check(self) -> None:
-        """Fail early, with what to do, when the home or its config folder is missing."""
+        """Fail early, with what to do, when the home or its config folder is missing (for a remote home, after
+        pulling its config/)."""
+        if self.remote is not None:
+            from tokenledger.remote import pull
+
+            self.home.mkdir(parents=True, exist_ok=True)
+            pull(self.remote, self.home, "config/")
+            missing = [n for n in ("deployments.yaml", "slo.yaml", "costs.yaml") if not (self.config / n).is_file()]
+            if missing:
+                raise ConfigError(f"{self.remote.where('config/' + missing[0])} is missing. Every home needs "
+                                  "config/deployments.yaml, config/slo.yaml and config/costs.yaml (formats: "
+                                  "docs/configuration.md); `tokenledger generate --home s3://...` writes a sample.")
+            return
         if not self.home.is_dir():
             raise ConfigError(
                 f"tokenledger home {self.home} does not exist. Create a landing zone there "

@@ -309,24 +309,22 @@ def _point(layout: HomeLayout, name: str, folder: Path) -> None:
     os.replace(tmp, folder)
 
 
-def publish_files(layout: HomeLayout, staging: Staging) -> Path:
+def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | None = None) -> Path:
     """Build a new version from the current one plus the staged files, then switch `current` to it (one rename).
 
-    Returns the new version's folder. The staging folder is emptied (its files are moved into the version)."""
+    Returns the new version's folder. The staging folder is emptied (its files are moved into the version). On a
+    home on object storage the files are committed to the bucket (`tokenledger.remote.commit`) and the new version
+    pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was published
+    since that one (a local home needs no such check: its versions are built under one lock)."""
+    if layout.remote is not None:
+        return _publish_remote(layout, staging, expect_version)
     root = layout.published
     root.mkdir(parents=True, exist_ok=True)
     with exclusive(layout.locks / "publish.lock"):
         current = current_version(layout)
-        versions = _versions(layout)
-        number = max((_version_number(v) or 0 for v in versions), default=0) + 1
-        new = root / f"{VERSION_PREFIX}{number:06d}"
-        if new.exists():
-            shutil.rmtree(new)
-        new.mkdir()
-        bases = [current] if current else []
         sources: dict[str, Path] = {}
-        for base in bases:
-            sources.update({str(f.relative_to(base)): f for f in _files_of(base)})
+        if current:
+            sources.update({str(f.relative_to(current)): f for f in _files_of(current)})
         for name, folder in _pointers(layout).items():
             if legacy := _legacy(layout, folder):
                 sources.update({f"{name}/{f.relative_to(legacy)}": f for f in _files_of(legacy)
@@ -334,37 +332,112 @@ def publish_files(layout: HomeLayout, staging: Staging) -> Path:
         for relative in staging.files:
             sources.pop(relative, None)
         _restage_earlier_layout(sources, staging)
-        for index, (relative, source) in enumerate(sources.items()):
-            if index == len(sources) // 2:
-                failpoint("publish:linking")
-            target = new / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(source, target)
-        for relative, staged in staging.files.items():
-            target = new / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if staged.is_relative_to(staging.root):
-                os.replace(staged, target)
-            else:
-                _link_or_copy(staged, target)
-        for name in _pointers(layout):
-            (new / name).mkdir(exist_ok=True)
-        switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-        os.symlink(new.name, switch)
-        if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
-            # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
-            # Its files are not read (the copied exports folder was taken in above); set it aside.
-            stale = root / f".stale-{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-            os.rename(root / CURRENT, stale)
-            shutil.rmtree(stale, ignore_errors=True)
-        failpoint("publish:before-switch")
-        os.replace(switch, root / CURRENT)
-        failpoint("publish:after-switch")
-        for name, folder in _pointers(layout).items():
-            _point(layout, name, folder)
-        _collect(layout, new, current)
+        new = _switch(layout, {**sources, **staging.files},
+                      moved={r for r, f in staging.files.items() if f.is_relative_to(staging.root)})
     staging.discard()
     return new
+
+
+def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = frozenset(),
+            number: int | None = None) -> Path:
+    """Build a version holding `files` (path in the version -> a file to hard-link, or to move when in `moved`), then
+    replace `current` with it in one rename; returns it. Called under the publishing lock."""
+    root = layout.published
+    current = current_version(layout)
+    number = number or max((_version_number(v) or 0 for v in _versions(layout)), default=0) + 1
+    new = root / f"{VERSION_PREFIX}{number:06d}"
+    if new.exists():
+        shutil.rmtree(new)
+    new.mkdir(parents=True)
+    for index, (relative, source) in enumerate(files.items()):
+        if index == len(files) // 2:
+            failpoint("publish:linking")
+        target = new / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if relative in moved:
+            os.replace(source, target)
+        else:
+            _link_or_copy(source, target)
+    for name in _pointers(layout):
+        (new / name).mkdir(exist_ok=True)
+    switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
+    os.symlink(new.name, switch)
+    if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
+        # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
+        # Its files are not read (the copied exports folder was taken in above); set it aside.
+        stale = root / f".stale-{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
+        os.rename(root / CURRENT, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    if layout.remote is None:
+        failpoint("publish:before-switch")
+    os.replace(switch, root / CURRENT)
+    if layout.remote is None:
+        failpoint("publish:after-switch")
+    for name, folder in _pointers(layout).items():
+        _point(layout, name, folder)
+    _collect(layout, new, current)
+    return new
+
+
+# --- a home on object storage ------------------------------------------------------------------------------------
+
+REMOTE_MANIFEST = ".manifest.json"  # in a local version of a remote home: the manifest it was pulled from
+PULLED = (EXPORTS, REPORTS)  # what a work folder pulls of the published versions (the core tables stay remote)
+
+
+def pulled_manifest(layout: HomeLayout) -> dict[str, Any]:
+    """The manifest the local version of a remote home was pulled from ({} before the first pull)."""
+    version = current_version(layout)
+    path = version / REMOTE_MANIFEST if version else None
+    return json.loads(path.read_text()) if path and path.is_file() else {"version": 0, "files": {}}
+
+
+def pull_published(layout: HomeLayout) -> int:
+    """Make the work folder's current version the bucket's published one, exports and reports (files already
+    pulled are hard-linked from the previous local version, the others downloaded); returns its version number."""
+    from tokenledger import remote
+
+    manifest = remote.current_manifest(layout.remote)
+    with exclusive(layout.locks / "publish.lock"):
+        local = pulled_manifest(layout)
+        if local["version"] == manifest.version and current_version(layout):
+            return manifest.version
+        current = current_version(layout)
+        wanted = {rel: entry for rel, entry in manifest.files.items() if rel.split("/", 1)[0] in PULLED}
+        kept = {rel: current / rel for rel, entry in wanted.items()
+                if current and local["files"].get(rel, {}).get("key") == entry["key"] and (current / rel).is_file()}
+        download = layout.published / "staging" / f"{owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
+        try:
+            fetched = {rel: download / rel for rel in wanted if rel not in kept}
+            remote._each(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))
+            for rel, path in fetched.items():
+                if _sha256(path) != wanted[rel]["sha256"]:
+                    raise LedgerError(f"{layout.remote.where(wanted[rel]['key'])} differs from its manifest "
+                                      f"(sha256): the bucket does not hold what was published. Check it, then "
+                                      "re-run the days it holds.")
+            manifest_file = download / REMOTE_MANIFEST
+            manifest_file.parent.mkdir(parents=True, exist_ok=True)
+            core = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(f"{LAKE}/core/")}
+            manifest_file.write_text(json.dumps({"version": manifest.version, "files": wanted, "core": core}))
+            _switch(layout, {**kept, **fetched, REMOTE_MANIFEST: manifest_file},
+                    moved={*fetched, REMOTE_MANIFEST}, number=max(manifest.version, 1))
+        finally:
+            shutil.rmtree(download, ignore_errors=True)
+    return manifest.version
+
+
+def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None) -> Path:
+    """Commit the staged files to the bucket, copy them to the plain prefixes, pull the new version (publish_files)."""
+    from tokenledger import remote
+
+    try:
+        manifest = remote.commit(layout.remote, staging.files, expect_version)
+        remote.mirror_plain_prefixes(layout.remote, manifest, staging.files)
+        remote.collect(layout.remote, manifest)
+    finally:
+        staging.discard()
+    pull_published(layout)
+    return current_version(layout)
 
 
 def _restage_earlier_layout(sources: dict[str, Path], staging: Staging) -> None:
