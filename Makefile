@@ -43,9 +43,9 @@ review-png: $(BIN)/.installed-dev
 ui: $(BIN)/.installed-dev
 	$(BIN)/tokenledger ui --home $(DEMO_HOME)
 
-# A 1M- and a 10M-request day end to end beside DuckDB's bare read and a pandas peer, the fixed cost of a day and
-# a 30-day backfill both ways; a smoke run:
-# make bench BENCH_ARGS="--sizes 2000 --fixed-days 2 --backfill-days 2 --backfill-requests 2000"
+# A 1M- and a 10M-request day end to end beside DuckDB's bare read and a pandas peer, the fixed cost of a day,
+# a 30-day backfill both ways and 8 days fanned out over 1 and 2 run workers; a smoke run:
+# make bench BENCH_ARGS="--sizes 2000 --fixed-days 2 --backfill-days 2 --backfill-requests 2000 --fanout-days 2 --fanout-requests 2000"
 BENCH_ARGS ?=
 bench: $(BIN)/.installed-dev
 	$(BIN)/python -m tokenledger.bench --home $(CURDIR)/.bench $(BENCH_ARGS)

@@ -104,3 +104,37 @@ def test_the_small_days_are_judged_on_their_average_with_the_marginal_day_beside
     alone = verdicts({"days": [], "fixed": fixed(2.9, None)})
     assert [(v["verdict"], v["measured"]) for v in alone if "1,000-request day" in v["target"]] == [
         ("met", "2.9 s a day (Dagster run), 3.9 s a day (whole command)")]
+
+
+def test_the_fan_out_s_arithmetic_from_process_samples_and_run_timestamps():
+    from tokenledger.bench import fanout_ratios, run_timeline, window
+
+    # (time, the tree's CPU s, its RSS MB, the host's busy CPU s, the host's total CPU s), 2 CPUs
+    samples = [(100.0, 0.0, 500.0, 0.0, 0.0), (101.0, 1.5, 600.0, 1.6, 2.0), (102.0, 3.5, 700.0, 3.6, 4.0),
+               (103.0, 4.0, 650.0, 4.6, 6.0)]
+    # 2.5 CPU s in 2 s of 2 CPUs; the host 3.0 busy of 4.0
+    assert window(samples, 101.0, 103.0, 2) == {"seconds": 2.0, "cpu_s": 2.5, "utilisation": 0.625,
+                                                 "host_utilisation": 0.75}
+    # between samples, linear: CPU 0.75 at 100.5 and 3.75 at 102.5; the host 0.8 -> 4.1 busy of 1.0 -> 5.0
+    assert window(samples, 100.5, 102.5, 2) == {"seconds": 2.0, "cpu_s": 3.0, "utilisation": 0.75,
+                                                 "host_utilisation": 0.825}
+    # outside the samples, their ends: 4.0 CPU s over 5 s of 2 CPUs
+    assert window(samples, 99.0, 104.0, 2)["utilisation"] == 0.4
+
+    runs = [{"created": 1010.0, "starting": 1014.0, "started": 1016.5, "ended": 1050.0, "seconds": 33.5,
+             "steps_seconds": 32.0},
+            {"created": 1050.4, "starting": 1054.4, "started": 1057.9, "ended": 1098.0, "seconds": 40.1,
+             "steps_seconds": 38.5}]
+    assert run_timeline(runs, 1000.0, 1100.0) == {
+        "before_first_run_s": 10.0, "runs_span_s": 88.0, "no_run_executing_s": 14.4, "after_last_run_s": 2.0,
+        "queued_s": 4.0, "launch_s": 3.0, "run_seconds": [33.5, 40.1], "steps_seconds": 70.5}
+    # Runs side by side, overlapping: executing from 1016.5 to 1060.0, so 6.5 s of the 50 s span without one
+    side_by_side = [{**runs[0], "ended": 1060.0}, {**runs[1], "created": 1010.2, "started": 1017.0, "ended": 1060.0}]
+    assert run_timeline(side_by_side, 1000.0, 1100.0)["no_run_executing_s"] == 6.5
+
+    one = {"run": {"wall_s": 120.0}, "timeline": {"runs_span_s": 100.0, "steps_seconds": 80.0},
+           "in_runs": {"utilisation": 0.625}}
+    many = {"run": {"wall_s": 75.0}, "timeline": {"runs_span_s": 60.0, "steps_seconds": 100.0},
+            "in_runs": {"utilisation": 0.95}}
+    # 120 / 75; 100 / 60; 100 / 80; 1 / 0.625: the CPUs one worker left idle bound what a second can add
+    assert fanout_ratios(one, many) == {"speedup": 1.6, "runs_speedup": 1.67, "steps_ratio": 1.25, "idle_bound": 1.6}

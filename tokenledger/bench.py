@@ -19,8 +19,16 @@ backfill: `--backfill-days` days (default 30) of `--backfill-requests` (default 
 run both ways a user would backfill them: `tokenledger run --start --end`, and one `dagster asset materialize
 --partition-range` on the copy (its `.dagster/dagster.yaml` the one tokenledger writes).
 
+Then a fan-out: `--fanout-days` days (default 8) of `--fanout-requests` (default 200,000) generated once, copied, and
+run by `tokenledger run --parallel 1` and, on the copy, `--parallel` `--fanout-workers` (default 2), both as runs of
+`--fanout-days-per-run` days (default: the days cut into that many runs), so that only the runs executing at once
+differ: the speed-up, the wall time a day, whether both published the same tables, and what limits the speed-up
+(the CPU each way kept busy, its run workers' and the rest's, from the command's process tree sampled from /proc;
+where the wall time went outside the runs, from the Dagster instance's timestamps).
+
 Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
-are its own (not the running maximum of all children). The host's speed is measured at the start and the end (a
+are its own (not the running maximum of all children); the fan-out's run workers, which `os.wait4` does not see, are
+sampled (`ProcessTree`). The host's speed is measured at the start and the end (a
 fixed Python loop, `calibrate`), since the same code on the same machine has run 40% slower from one hour to the
 next. The figures are written to `<home>/bench.json`, and printed as the Markdown that also replaces the results
 section of docs/performance.md (between `<!-- bench:results -->` and `<!-- /bench:results -->`; `--no-docs` leaves
@@ -31,6 +39,7 @@ Markdown again from an earlier bench's JSON (`--docs docs/performance.md` also r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -39,6 +48,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -47,6 +57,11 @@ PROJECT = Path(__file__).resolve().parents[1]
 DEFAULT_DAY = date(2026, 11, 17)  # a Tuesday: a weekday carries the full --requests-per-day
 FIXED_START = date(2026, 11, 16)  # Monday: five weekdays from here
 BACKFILL_START = date(2026, 10, 1)
+# A Wednesday: 8 days cut into two runs of four hold one weekend day each (a weekend day carries ~60% of a
+# weekday's requests), so the two runs side by side have the same work.
+FANOUT_START = date(2026, 11, 18)
+# The issue's "close to 2x" for 8 days on 2 workers, read as at least this.
+FANOUT_TARGET = 1.8
 TOP_STEPS = 5
 
 
@@ -60,19 +75,97 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> dict:
+class ProcessTree:
+    """CPU time and resident memory of a process and all its descendants, sampled from /proc every `interval_s` on
+    a thread of the bench, beside the host's busy and total CPU time (`/proc/stat`).
+
+    `os.wait4` counts only the descendants their parents waited for: `tokenledger run --parallel` starts a Dagster
+    daemon, code servers and run workers, and the run workers' CPU time never reaches it (two runs of two small
+    days each, side by side: 5.0 s of CPU in 31.6 s, for 30 s of steps). Each sample is (time, the tree's CPU
+    seconds so far, the tree's RSS in MB summed over its processes, the host's busy CPU seconds, the host's total
+    CPU seconds); a process's CPU time is its last sample's, so each process's last `interval_s` at most is
+    missed."""
+
+    TICKS = os.sysconf("SC_CLK_TCK")
+    PAGE = os.sysconf("SC_PAGE_SIZE")
+
+    def __init__(self, pid: int, interval_s: float = 0.5) -> None:
+        self.pid = pid
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, float, float, float, float]] = []
+        self._cpu: dict[tuple[int, str], float] = {}  # (pid, start time): its CPU seconds when last seen
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> ProcessTree:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def cpu_by_pid(self) -> dict[int, float]:
+        """Each process's CPU seconds when last seen."""
+        out: dict[int, float] = {}
+        for (pid, _), seconds in self._cpu.items():
+            out[pid] = out.get(pid, 0.0) + seconds
+        return out
+
+    def _loop(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.interval_s):
+                return
+
+    def sample(self) -> None:
+        stats: dict[int, list[str]] = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    text = Path(entry.path, "stat").read_text()
+                except OSError:  # ended since the listing
+                    continue
+                stats[int(entry.name)] = text[text.rindex(")") + 2:].split()  # from field 3 (state) on
+        children: dict[int, list[int]] = {}
+        for pid, fields in stats.items():
+            children.setdefault(int(fields[1]), []).append(pid)
+        rss_pages, todo = 0, [self.pid]
+        while todo:
+            pid = todo.pop()
+            fields = stats.get(pid)
+            if fields is None:
+                continue
+            self._cpu[(pid, fields[19])] = (int(fields[11]) + int(fields[12])) / self.TICKS  # utime + stime
+            rss_pages += int(fields[21])
+            todo += children.get(pid, [])
+        host = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        idle = host[3] + host[4]  # idle, iowait
+        self.samples.append((time.time(), round(sum(self._cpu.values()), 2), round(rss_pages * self.PAGE / 2**20, 1),
+                             (sum(host) - idle) / self.TICKS, sum(host) / self.TICKS))
+
+
+def spawn(command: list[str], log: Path, env: dict[str, str] | None = None, tree: bool = False) -> dict:
     """Run `command` to completion, its output to `log`; its own wall time, CPU time and peak RSS (`os.wait4`
-    reports the rusage of that child alone, its descendants included)."""
+    reports the rusage of that child alone, its descendants included when they were waited for). `tree`: also its
+    start and end (epoch seconds), the samples of its process tree (`ProcessTree`) under "samples" and each of its
+    processes' CPU seconds under "cpu_by_pid"."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    started_at, start = time.time(), time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**_child_env(), **(env or {})},
                                 cwd=PROJECT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        with contextlib.ExitStack() as stack:
+            sampler = stack.enter_context(ProcessTree(proc.pid)) if tree else None
+            _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"exit_code": proc.returncode, "wall_s": round(time.perf_counter() - start, 2),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "log": str(log)}
+    figures = {"exit_code": proc.returncode, "wall_s": round(time.perf_counter() - start, 2),
+               "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+               "log": str(log)}
+    if sampler is not None:
+        figures.update(started_at=started_at, ended_at=time.time(), samples=sampler.samples,
+                       cpu_by_pid=sampler.cpu_by_pid())
+    return figures
 
 
 def phase(name: str, log: Path, *args: str) -> dict:
@@ -202,14 +295,16 @@ def phase_pandas(home: Path, day: date) -> dict:
 
 
 def phase_dagster(home: Path) -> dict:
-    """Each Dagster run of the home (oldest first): its duration and its slowest steps, from the instance."""
+    """Each Dagster run of the home (oldest first): its duration and its slowest steps, from the instance, and when
+    it was created, queued, launched (`starting`, a submitted run only), started and ended (epoch seconds), and the
+    process it executed in."""
     import warnings
 
     warnings.filterwarnings("ignore")
     from tokenledger.cli import dagster_home_of
 
     os.environ["DAGSTER_HOME"] = str(dagster_home_of(home))
-    from dagster import DagsterInstance
+    from dagster import DagsterEventType, DagsterInstance
 
     runs = []
     with DagsterInstance.get() as instance:
@@ -218,10 +313,23 @@ def phase_dagster(home: Path) -> dict:
             stats = instance.get_run_step_stats(run.run_id)
             steps = sorted(({"step": s.step_key.replace("__", "/"), "seconds": round(s.end_time - s.start_time, 2)}
                             for s in stats if s.start_time and s.end_time), key=lambda s: -s["seconds"])
-            runs.append({"partition": run.tags.get("dagster/partition"), "status": run.status.value,
+            events = {e.event_log_entry.dagster_event.event_type_value: e.event_log_entry
+                      for e in instance.get_records_for_run(run.run_id, of_type={
+                          DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING,
+                          DagsterEventType.RUN_START}).records}
+            queue = {kind: entry.timestamp for kind, entry in events.items()}
+            start = events.get("PIPELINE_START")
+            tags = run.tags
+            runs.append({"partition": tags.get("dagster/partition"),
+                         "range": [tags.get("dagster/asset_partition_range_start"),
+                                   tags.get("dagster/asset_partition_range_end")],
+                         "status": run.status.value,
                          "seconds": round((record.end_time or 0) - (record.start_time or 0), 2),
                          "steps": len(steps), "steps_seconds": round(sum(s["seconds"] for s in steps), 2),
-                         "slowest_steps": steps[:TOP_STEPS]})
+                         "slowest_steps": steps[:TOP_STEPS], "created": record.create_timestamp.timestamp(),
+                         "enqueued": queue.get("PIPELINE_ENQUEUED"), "starting": queue.get("PIPELINE_STARTING"),
+                         "started": record.start_time, "ended": record.end_time,
+                         "pid": start.dagster_event.pid if start else None})
     return {"runs": runs}
 
 
@@ -241,6 +349,47 @@ def phase_published(home: Path, day: date) -> dict:
     manifest = home / "exports" / "_manifests" / f"day={day.isoformat()}.json"
     return {"core_gateway_requests": rows, "rows_read": recon[0], "rows_accepted": recon[1],
             "rows_quarantined": recon[2], "duplicates_merged": recon[3], "published": manifest.is_file()}
+
+
+def phase_compare(home: Path, other: Path) -> dict:
+    """Every published table of two homes (their exports, the day tables and the two kept whole): each one's rows,
+    and the rows of each not in the other, duplicates counted (EXCEPT ALL both ways: none either way means the same
+    rows, as ORDER BY ALL on both would show)."""
+    import duckdb
+
+    from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+    from tokenledger.trend import TREND
+    from tokenledger.whatif import TRACES
+
+    con = duckdb.connect()
+    tables = {}
+    for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+        files = [sorted(str(f) for f in (h / "exports" / ref.schema / ref.name).rglob("*.parquet"))
+                 for h in (home, other)]
+        if not any(files):
+            continue
+        if not all(files):
+            tables[ref.qualified] = {"rows": None, "rows_other": None, "only_here": None, "only_other": None}
+            continue
+        # A text column may name a file of its home (quality.quarantine's `file`): compared without the home's path.
+        columns = con.execute("DESCRIBE SELECT * FROM read_parquet($f, hive_partitioning = false)",
+                              {"f": files[0]}).fetchall()
+        here, there = (
+            "(SELECT " + ", ".join(f'replace("{c}", ${root}, \'\') AS "{c}"' if kind == "VARCHAR" else f'"{c}"'
+                                   for c, kind, *_ in columns)
+            + f" FROM read_parquet(${name}, hive_partitioning = false))"
+            for name, root in (("here", "here_root"), ("there", "there_root")))
+        rows, rows_other, only_here, only_other = con.execute(
+            f"SELECT (SELECT count(*) FROM {here}), (SELECT count(*) FROM {there}), "
+            f"(SELECT count(*) FROM (SELECT * FROM {here} EXCEPT ALL SELECT * FROM {there})), "
+            f"(SELECT count(*) FROM (SELECT * FROM {there} EXCEPT ALL SELECT * FROM {here}))",
+            {"here": files[0], "there": files[1], "here_root": f"{home}/",
+             "there_root": f"{other}/"}).fetchone()
+        tables[ref.qualified] = {"rows": rows, "rows_other": rows_other, "only_here": only_here,
+                                 "only_other": only_other}
+    differing = [name for name, t in tables.items() if t["rows"] is None or t["only_here"] or t["only_other"]]
+    return {"tables": tables, "rows": sum(t["rows"] or 0 for t in tables.values()), "differing": differing,
+            "same": bool(tables) and not differing}
 
 
 # --- the whole bench --------------------------------------------------------------------------------------------
@@ -370,6 +519,129 @@ def bench_backfill(root: Path, days: int, requests: int) -> dict:
             and all(r["status"] == "SUCCESS" for r in runs["dagster"]), "runs": runs}
 
 
+def _interpolate(samples: list, t: float, column: int) -> float:
+    """`column` of ProcessTree samples at time `t`, linear between the samples around it (clamped to the ends)."""
+    if t <= samples[0][0]:
+        return samples[0][column]
+    for before, after in zip(samples, samples[1:], strict=False):
+        if t <= after[0]:
+            span = after[0] - before[0]
+            return after[column] if span <= 0 else (
+                before[column] + (after[column] - before[column]) * (t - before[0]) / span)
+    return samples[-1][column]
+
+
+def window(samples: list, start: float, end: float, cpus: int) -> dict:
+    """From ProcessTree samples: the tree's CPU seconds between `start` and `end` (epoch seconds), its share of the
+    host's `cpus` over that time, and the share of the host's CPU time that was busy (any process's)."""
+    seconds = end - start
+    cpu = _interpolate(samples, end, 1) - _interpolate(samples, start, 1)
+    host_total = _interpolate(samples, end, 4) - _interpolate(samples, start, 4)
+    host_busy = _interpolate(samples, end, 3) - _interpolate(samples, start, 3)
+    return {"seconds": round(seconds, 2), "cpu_s": round(cpu, 2),
+            "utilisation": round(cpu / (seconds * cpus), 3) if seconds > 0 else None,
+            "host_utilisation": round(host_busy / host_total, 3) if host_total > 0 else None}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 2) if values else None
+
+
+def run_timeline(runs: list[dict], started_at: float, ended_at: float) -> dict:
+    """Where a `tokenledger run --parallel` command's wall time went, from its Dagster runs' timestamps (epoch
+    seconds): before the first run was created (the command's imports, the daemon's start, the code location's
+    load), from then to the last run's end, and after (the summary, the daemon's stop); how much of that span no run
+    was executing in (started to ended); a run's wait in the queue (created to launched) and its run worker's start
+    (launched to started), on average; each run's own seconds and the seconds of all runs' steps together."""
+    first, last = min(r["created"] for r in runs), max(r["ended"] for r in runs)
+    launched = [r for r in runs if r.get("starting") and r.get("started")]
+    executing, reach = 0.0, first
+    for start, end in sorted((r["started"], r["ended"]) for r in runs if r.get("started")):
+        executing += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return {"before_first_run_s": round(first - started_at, 2), "runs_span_s": round(last - first, 2),
+            "no_run_executing_s": round(last - first - executing, 2), "after_last_run_s": round(ended_at - last, 2),
+            "queued_s": _mean([r["starting"] - r["created"] for r in launched]),
+            "launch_s": _mean([r["started"] - r["starting"] for r in launched]),
+            "run_seconds": [r["seconds"] for r in runs],
+            "steps_seconds": round(sum(r["steps_seconds"] for r in runs), 2)}
+
+
+def fanout_variant(workers: int, days: int, process: dict, samples: list, runs: list[dict], expected_runs: int,
+                   cpus: int, cpu_by_pid: dict[int, float] | None = None) -> dict:
+    """One way through the fan-out's days: the command's process figures, its Dagster runs, its wall time a day, and
+    from its process tree (the daemon, code servers, run workers) the CPU and memory of the whole command and of the
+    stretch in which its runs ran; with `cpu_by_pid`, each run worker's CPU seconds and the CPUs it kept busy from
+    its launch to its end (its imports included), and the CPU of the rest (the command, the daemon, code servers)."""
+    cpu_by_pid = cpu_by_pid or {}
+    runs = [{**r, "cpu_s": round(cpu_by_pid[r["pid"]], 2)} if r.get("pid") in cpu_by_pid else r for r in runs]
+    for r in runs:
+        if r.get("cpu_s") is not None and r.get("starting") and r.get("ended"):
+            r["cpus_busy"] = round(r["cpu_s"] / (r["ended"] - r["starting"]), 2)
+    out = {"workers": workers, "run": process, "runs": runs, "s_per_day": round(process["wall_s"] / days, 2),
+           "ok": process["exit_code"] == 0 and len(runs) == expected_runs
+           and all(r["status"] == "SUCCESS" for r in runs),
+           "peak_rss_mb": max((s[2] for s in samples), default=None), "timeline": {}, "in_runs": None}
+    whole = window(samples, process["started_at"], process["ended_at"], cpus) if samples else {}
+    out["cpu_s"], out["utilisation"] = whole.get("cpu_s"), whole.get("utilisation")
+    worker_cpu = [r["cpu_s"] for r in runs if r.get("cpu_s") is not None]
+    out["workers_cpu_s"] = round(sum(worker_cpu), 2) if worker_cpu else None
+    out["other_cpu_s"] = round(out["cpu_s"] - out["workers_cpu_s"], 2) if worker_cpu and out["cpu_s"] else None
+    busy = [r["cpus_busy"] for r in runs if r.get("cpus_busy") is not None]
+    out["worker_cpus_busy"] = _mean(busy)
+    if runs and samples and all(r.get("ended") for r in runs):
+        out["timeline"] = run_timeline(runs, process["started_at"], process["ended_at"])
+        out["in_runs"] = window(samples, min(r["created"] for r in runs), max(r["ended"] for r in runs), cpus)
+    return out
+
+
+def fanout_ratios(one: dict, many: dict) -> dict:
+    """The fan-out's speed-up (wall time of one worker over that of many), the same between the first run's creation
+    and the last's end, how much longer the steps took together side by side, and the most the runs' stretch could
+    gain from the CPUs one worker left idle (the same CPU work on every CPU: 1 / its share)."""
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 2) if a and b else None
+
+    busy = (one.get("in_runs") or {}).get("utilisation")
+    return {"speedup": ratio(one["run"]["wall_s"], many["run"]["wall_s"]),
+            "runs_speedup": ratio(one["timeline"].get("runs_span_s"), many["timeline"].get("runs_span_s")),
+            "steps_ratio": ratio(many["timeline"].get("steps_seconds"), one["timeline"].get("steps_seconds")),
+            "idle_bound": ratio(1, busy)}
+
+
+def bench_fanout(root: Path, days: int, requests: int, workers: int, days_per_run: int | None = None) -> dict:
+    """`days` days of `requests` generated once and copied, then run by `tokenledger run --parallel 1` on one copy
+    and `--parallel workers` on the other, both as runs of `days_per_run` days (default: the days cut into `workers`
+    runs), so that the only difference is how many runs execute at once."""
+    per_run = days_per_run or -(-days // workers)
+    expected_runs = -(-days // per_run)
+    end = FANOUT_START + timedelta(days=days - 1)
+    homes = {1: root / "fanout-1", workers: root / f"fanout-{workers}"}
+    for folder in homes.values():
+        shutil.rmtree(folder, ignore_errors=True)
+    logs = root / "logs" / "fanout"
+    print(f"[fanout] {days} days of {requests:,} requests as {expected_runs} runs of {per_run} day(s), through 1 "
+          f"worker, then {workers} ...", flush=True)
+    generated = phase("generate", logs / "generate.log", "--home", str(homes[1]), "--day", FANOUT_START.isoformat(),
+                      "--days", str(days), "--requests", str(requests))
+    shutil.copytree(homes[1], homes[workers], symlinks=True)  # before any run: both start from the same files
+    cpus = os.cpu_count() or 1
+    variants = []
+    for n, home in homes.items():
+        print(f"[fanout] tokenledger run --parallel {n} ...", flush=True)
+        process = spawn(_run_command(home, FANOUT_START, end) + ["--parallel", str(n), "--days-per-run", str(per_run)],
+                        logs / f"run-parallel-{n}.log", tree=True)
+        samples, cpu_by_pid = process.pop("samples"), process.pop("cpu_by_pid")
+        runs = phase("dagster", logs / f"dagster-parallel-{n}.log", "--home", str(home))["runs"]
+        variants.append(fanout_variant(n, days, process, samples, runs, expected_runs, cpus, cpu_by_pid))
+    same = phase("compare", logs / "compare.log", "--home", str(homes[1]), "--other", str(homes[workers]))
+    return {"days": days, "requests_per_day_asked": requests, "requests": generated["requests"], "workers": workers,
+            "days_per_run": per_run, "start": FANOUT_START.isoformat(), "end": end.isoformat(), "cpus": cpus,
+            "executor": os.environ.get("TOKENLEDGER_EXECUTOR", "").strip() or "in_process",
+            "generate": generated, "variants": variants, **fanout_ratios(*variants), "published": same,
+            "ok": all(v["ok"] for v in variants) and same["same"]}
+
+
 def verdicts(result: dict) -> list[dict]:
     """The issue's targets, judged only where this run measured them."""
     out = []
@@ -419,6 +691,11 @@ def verdicts(result: dict) -> list[dict]:
             add(f"a 30-day backfill of 20k-request days <= 120 s through {name}",
                 f"{process['wall_s']} s" + ("" if backfill["ok"] else " (a run FAILED)"),
                 process["wall_s"] <= 120 and backfill["ok"])
+    fanout = result.get("fanout")
+    if fanout and (fanout["days"], fanout["requests_per_day_asked"], fanout["workers"]) == (8, 200_000, 2):
+        add(f"8 days of 200k on 2 workers close to 2x the speed of 1 (>= {FANOUT_TARGET}x)",
+            f"{fanout['speedup']}x" + ("" if fanout["ok"] else " (a run FAILED or the tables differ)"),
+            fanout["ok"] and fanout["speedup"] is not None and fanout["speedup"] >= FANOUT_TARGET)
     return out
 
 
@@ -486,7 +763,78 @@ def _day_rows(result: dict) -> list[str]:
                         f"{_s(process['wall_s'])} (CPU {_s(process['cpu_s'])})"
                         f"{'' if process['exit_code'] == 0 else ' (FAILED)'} | | {_mb(process['peak_rss_mb'])} "
                         "| | | | | |")
+    fanout = result.get("fanout")
+    for v in (fanout or {}).get("variants", []):
+        rows.append(f"| {fanout['days']} days of ~{fanout['requests_per_day_asked']:,} "
+                    f"(`run --parallel {v['workers']}`, {len(v['runs'])} runs) | "
+                    f"{_s(fanout['generate']['process']['wall_s'])} | {_s(v['run']['wall_s'])} "
+                    f"({_s(v['s_per_day'])} a day, CPU {_s(v['cpu_s'])}){'' if v['ok'] else ' (FAILED)'} | "
+                    f"{_s(v['timeline'].get('runs_span_s'))} (the runs' span) | {_mb(v['peak_rss_mb'])} | | | | | |")
     return rows
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
+
+
+def fanout_markdown(fanout: dict) -> list[str]:
+    """The fan-out's lines: the speed-up, whether both ways published the same tables, where each way's time went,
+    and what limits the speed-up, from the measured figures."""
+    one, many = fanout["variants"]
+    n, cpus = many["workers"], fanout["cpus"]
+    published = fanout["published"]
+    same = (f"both published the same {len(published['tables'])} tables, row for row ({published['rows']:,} rows)"
+            if published["same"] else f"the published tables DIFFER: {', '.join(published['differing'])}")
+    steps = ("in that process" if fanout["executor"] == "in_process"
+             else f"on the {fanout['executor']} executor (TOKENLEDGER_EXECUTOR)")
+    lines = ["", f"The fan-out: {fanout['days']} days of ~{fanout['requests_per_day_asked']:,} requests "
+                 f"({fanout['requests']:,} in all) as runs of {fanout['days_per_run']} days through `tokenledger run "
+                 f"--parallel`, each run in a run worker process of its own, its steps {steps}: 1 worker "
+                 f"{_s(one['run']['wall_s'])} ({_s(one['s_per_day'])} a day), {n} workers {_s(many['run']['wall_s'])} "
+                 f"({_s(many['s_per_day'])} a day), **{fanout['speedup']}x** on {cpus} CPUs "
+                 f"({fanout['runs_speedup']}x from the first run's creation to the last's end); {same}.",
+             "", f"| the fan-out's time | 1 worker | {n} workers |", "|---|---:|---:|"]
+    rows = [("the whole command", "run", "wall_s", _s),
+            ("before the first run was created (imports, the daemon's start, the code location's load)",
+             "timeline", "before_first_run_s", _s),
+            ("from the first run's creation to the last's end", "timeline", "runs_span_s", _s),
+            ("of which no run was executing", "timeline", "no_run_executing_s", _s),
+            ("after the last run ended (the summary, the daemon's stop)", "timeline", "after_last_run_s", _s),
+            ("a run's wait in the queue (the daemon looks every 5 s), mean", "timeline", "queued_s", _s),
+            ("a run worker's start (its process, its imports), mean", "timeline", "launch_s", _s),
+            ("each run, started to ended", "timeline", "run_seconds", lambda v: ", ".join(_s(x) for x in v or [])),
+            ("the runs' steps together", "timeline", "steps_seconds", _s),
+            ("CPU of the command's processes", None, "cpu_s", _s),
+            ("of which the run workers'", None, "workers_cpu_s", _s),
+            ("of which the rest's (the command, the daemon, code servers)", None, "other_cpu_s", _s),
+            (f"CPUs a run worker kept busy from its launch to its end, mean (of {cpus})", None, "worker_cpus_busy",
+             lambda v: "" if v is None else f"{v}"),
+            (f"the command's processes' share of the {cpus} CPUs while the runs ran", "in_runs", "utilisation", _pct),
+            ("the host's CPUs busy meanwhile (every process's)", "in_runs", "host_utilisation", _pct),
+            ("peak RSS of the command's processes together", None, "peak_rss_mb", _mb)]
+    for label, part, key, show in rows:
+        cells = [show((v.get(part) or {}).get(key) if part else v.get(key)) for v in (one, many)]
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    busy_one, busy_many = ((v.get("in_runs") or {}).get("utilisation") for v in (one, many))
+    if busy_one and busy_many and fanout["steps_ratio"]:
+        fixed = [round(sum(v["timeline"].get(k) or 0 for k in ("before_first_run_s", "after_last_run_s")), 2)
+                 for v in (one, many)]
+        idle = [v["timeline"].get("no_run_executing_s") for v in (one, many)]
+        alone = one.get("worker_cpus_busy")
+        threads = "" if alone is None else (
+            f"a run worker alone kept {alone} CPUs busy ("
+            + ("more than one: DuckDB runs a step on several threads" if alone > 1
+               else "less than one: more of a run is Python and waiting than DuckDB's threads")
+            + "), and with the command's other processes ")
+        lines += ["", f"What limits it: {threads}1 worker kept {_pct(busy_one)} of the {cpus} CPUs busy while its runs "
+                      "ran, so with the same CPU work on every CPU its runs could go at most "
+                      f"{fanout['idle_bound']}x faster; {n} workers kept {_pct(busy_many)} busy, and their steps took "
+                      f"{fanout['steps_ratio']}x as long together as 1 worker's. Outside the steps, what no worker "
+                      "shares: "
+                      f"{_s(fixed[0])} (1 worker) and {_s(fixed[1])} ({n}) before the first run was created and after "
+                      f"the last ended, and {_s(idle[0])} and {_s(idle[1])} of the runs' span in which no run was "
+                      "executing (each run's wait for the daemon and for its run worker's start)."]
+    return lines
 
 
 def results_markdown(result: dict) -> str:
@@ -512,6 +860,8 @@ def results_markdown(result: dict) -> str:
         steps = ", ".join(f"`{s['step']}` {_s(s['seconds'])}" for s in d["slowest_steps"])
         lines += ["", f"Slowest steps of the {d['requests']:,}-request day ({d['steps']} steps, "
                       f"{_s(d['steps_seconds'])} together): {steps}."]
+    if result.get("fanout"):
+        lines += fanout_markdown(result["fanout"])
     lines += ["", f"Peak RSS of the whole bench: {_mb(result['peak_rss_mb'])} (the largest child: "
                   f"{result['peak_rss_child']}).",
               "", f"host speed: {CALIBRATION_LOOP:,} Python multiply-adds took "
@@ -585,6 +935,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fixed-requests", type=int, default=1000, help="requests of each small day")
     parser.add_argument("--backfill-days", type=int, default=30, help="days of the backfill measured (0: none)")
     parser.add_argument("--backfill-requests", type=int, default=20_000, help="requests of each backfilled day")
+    parser.add_argument("--fanout-days", type=int, default=8,
+                        help="days of the fan-out, run through 1 worker and through --fanout-workers (0: none)")
+    parser.add_argument("--fanout-requests", type=int, default=200_000, help="requests of each fan-out day")
+    parser.add_argument("--fanout-workers", type=int, default=2,
+                        help="runs executing at once in the fan-out's second way (`tokenledger run --parallel`; "
+                             "default: 2)")
+    parser.add_argument("--fanout-days-per-run", type=int, default=None,
+                        help="days per run both ways (default: the days cut into --fanout-workers runs)")
     parser.add_argument("--pandas-max-requests", type=int, default=10_000_000,
                         help="skip the pandas peer above this many requests (default: 10,000,000)")
     parser.add_argument("--part-requests", type=int, default=PART_REQUESTS,
@@ -593,8 +951,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generate-workers", type=int, default=1,
                         help="parts generated at once, each in a process of its own (default: 1)")
     parser.add_argument("--keep", action="store_true", help="keep the day homes (default: delete them at the end)")
-    parser.add_argument("--phase", choices=["generate", "bare", "pandas", "dagster", "published"],
+    parser.add_argument("--phase", choices=["generate", "bare", "pandas", "dagster", "published", "compare"],
                         help=argparse.SUPPRESS)
+    parser.add_argument("--other", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--days", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -614,10 +973,14 @@ def main(argv: list[str] | None = None) -> int:
         figures = {"generate": lambda: phase_generate(root, args.day, args.days, args.requests, args.part_requests,
                                                       args.generate_workers),
                    "bare": lambda: phase_bare(root, args.day), "pandas": lambda: phase_pandas(root, args.day),
-                   "dagster": lambda: phase_dagster(root), "published": lambda: phase_published(root, args.day)}
+                   "dagster": lambda: phase_dagster(root), "published": lambda: phase_published(root, args.day),
+                   "compare": lambda: phase_compare(root, args.other.resolve())}
         print(json.dumps(figures[args.phase](), default=str))
         return 0
 
+    if args.fanout_days > 0 and args.fanout_workers < 2:
+        parser.error("--fanout-workers must be at least 2 (the fan-out compares 1 worker with more), or give "
+                     "--fanout-days 0 to leave the fan-out out")
     root.mkdir(parents=True, exist_ok=True)
     sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
     started = datetime.now(UTC)
@@ -645,6 +1008,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             for folder in ("backfill", "backfill-dagster"):
                 shutil.rmtree(root / folder, ignore_errors=True)
+    if args.fanout_days > 0:
+        result["fanout"] = bench_fanout(root, args.fanout_days, args.fanout_requests, args.fanout_workers,
+                                        args.fanout_days_per_run)
+        if not args.keep:
+            for n in (1, args.fanout_workers):
+                shutil.rmtree(root / f"fanout-{n}", ignore_errors=True)
     children = [("bench itself", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)]
     for d in result["days"]:
         children += [(f"{d['requests']:,} {name}", (d[key].get("process") or d[key])["peak_rss_mb"])
@@ -656,6 +1025,9 @@ def main(argv: list[str] | None = None) -> int:
     if result.get("backfill"):
         children += [("backfill tokenledger run", result["backfill"]["tokenledger_run"]["peak_rss_mb"]),
                      ("backfill Dagster ranged run", result["backfill"]["dagster_materialize"]["peak_rss_mb"])]
+    if result.get("fanout"):
+        children += [(f"fan-out through {v['workers']} worker(s), its processes together", v["peak_rss_mb"] or 0)
+                     for v in result["fanout"]["variants"]]
     name, peak = max(children, key=lambda c: c[1])
     result["peak_rss_mb"], result["peak_rss_child"] = round(peak, 1), name
     # Cross-check: RUSAGE_CHILDREN's ru_maxrss is the largest single descendant, never a sum.
@@ -673,7 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results section of {doc} rewritten" if write_results(doc, result)
               else f"{doc} has no {RESULTS_BEGIN} section: left as it is")
     return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) \
-        and result.get("backfill", {}).get("ok", True) else 1
+        and result.get("backfill", {}).get("ok", True) and result.get("fanout", {}).get("ok", True) else 1
 
 
 if __name__ == "__main__":
