@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -134,3 +135,61 @@ def test_a_failed_range_is_resubmitted_day_by_day_and_idle_reaches_the_runs(gene
     assert idle.returncode == 0, idle.stdout + idle.stderr
     assert "2026-11-03  published" in idle.stdout
     assert (home / "exports" / "infra" / "slo_daily" / "day=2026-11-03").is_dir()
+
+
+def published_state(home: Path) -> dict[str, str]:
+    """What readers see: the version `current` names, and every file under exports/ and reports/ with its bytes'
+    digest."""
+    import hashlib
+
+    state = {"current": os.readlink(home / ".published" / "current")}
+    for folder in ("exports", "reports"):
+        for path in sorted((home / folder).resolve().rglob("*")):
+            if path.is_file():
+                state[f"{folder}/{path.relative_to((home / folder).resolve())}"] = hashlib.sha256(
+                    path.read_bytes()).hexdigest()
+    return state
+
+
+def test_a_run_worker_killed_mid_publish_leaves_the_published_days_and_fails_only_them(
+        generated: Path, tmp_path: Path) -> None:
+    home = copy_of(generated, tmp_path, "killed")
+    first = tokenledger("run", "--home", str(home), "--start", START, "--end", END, "--parallel", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    before, tables = published_state(home), published(home)
+    # The run worker of 11-04...11-05 (another process than the command's) is killed as it switches versions.
+    killed = tokenledger("run", "--home", str(home), "--start", "2026-11-04", "--end", END, "--parallel", "1",
+                         env={"TOKENLEDGER_FAILPOINT": "publish:before-switch"})
+    assert killed.returncode == 1, killed.stdout + killed.stderr
+    out = killed.stdout
+    assert "2026-11-04...2026-11-05  a day failed in the ranged run" in out
+    assert "2026-11-04  FAILED" in out and "2026-11-05  FAILED" in out
+    assert re.search(r"run [0-9a-f]{8}: its process ended without finishing \(signal 9, SIGKILL: killed", out), out
+    assert published_state(home) == before
+    # Re-running the days publishes them again, whole: the same rows.
+    again = tokenledger("run", "--home", str(home), "--start", "2026-11-04", "--end", END, "--parallel", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert published(home) == tables
+
+
+def test_two_overlapping_backfills_at_once_publish_every_day_whole(generated: Path, tmp_path: Path) -> None:
+    alone, home = copy_of(generated, tmp_path, "alone"), copy_of(generated, tmp_path, "both")
+    assert tokenledger("run", "--home", str(alone), "--start", START, "--end", END).returncode == 0
+    # Two commands on one home at once, 11-03 and 11-04 in both: one starts the daemon, the other uses it (and starts
+    # its own if the first stops it while its runs still wait); runs of one day take turns on its day lock.
+    commands = [subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
+                                  first, "--end", last, "--parallel", "2", "--days-per-run", "1"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for first, last in ((START, "2026-11-04"), ("2026-11-03", END))]
+    outputs = [c.communicate(timeout=900)[0] for c in commands]
+    assert [c.returncode for c in commands] == [0, 0], outputs
+    runs = runs_of(home)
+    assert sorted(r["days"] for r in runs) == ["2026-11-02", "2026-11-03", "2026-11-03", "2026-11-04", "2026-11-04",
+                                               "2026-11-05"]
+    assert {r["status"] for r in runs} == {"SUCCESS"}
+    # Every day is published once in what readers see, whole (its manifest matches its files), as run alone.
+    from tokenledger.paths import HomeLayout
+    from tokenledger.publishing import verify_day
+
+    assert all(verify_day(HomeLayout.of(home), day) == [] for day in (date(2026, 11, d) for d in range(2, 6)))
+    assert published(home) == published(alone)

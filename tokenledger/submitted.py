@@ -253,8 +253,7 @@ def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_
                               "days one by one to publish the good ones and name the failed ones", flush=True)
                         waiting.extend((day, day) for day in _days(first, last))
                     else:
-                        failed[first] = failure_messages(result) or [
-                            f"run {result.run_id} failed; open the Dagster UI (tokenledger ui) for details"]
+                        failed[first] = failure_messages(result) or [_ended(result)]
                         print(f"{first}  FAILED")
                         for message in failed[first]:
                             print("    " + message.replace("\n", "\n    "))
@@ -268,6 +267,22 @@ def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_
             raise
         finally:
             daemon.stop()
+
+
+def _ended(result: SubmittedResult) -> str:
+    """Why a run failed when none of its steps said so: its process died (killed, out of memory), as the code
+    server or the run monitoring recorded it, or else where to look."""
+    import re
+
+    for event in result.all_events:
+        found = re.search(r"(terminated by signal (\d+) \((\w+)\)|unexpectedly exited with code (-?\d+))",
+                          event.message or "")
+        if found:
+            how = (f"signal {found.group(2)}, {found.group(3)}" if found.group(2) else f"exit code {found.group(4)}")
+            return (f"run {result.run_id[:8]}: its process ended without finishing ({how}: killed, or out of "
+                    "memory); nothing of its days was published. Re-run them; its event log is in the Dagster UI "
+                    "(tokenledger ui).")
+    return f"run {result.run_id[:8]} failed; open the Dagster UI (tokenledger ui) for its event log"
 
 
 def _label(first: date, last: date) -> str:
