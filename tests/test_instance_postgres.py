@@ -16,6 +16,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -267,3 +268,39 @@ def test_a_url_dagster_cannot_use_is_refused_without_echoing_the_password(tmp_pa
         assert PASSWORD not in lines[0]
     # Nothing was run, and the dagster.yaml written is the Postgres one, without the URL.
     assert (home / ".dagster" / "dagster.yaml").read_text() == POSTGRES_YAML
+
+
+_HOLD_DAY = """
+import sys
+from datetime import date
+from tokenledger.housekeeping import day_locks
+from tokenledger.paths import HomeLayout
+with day_locks(HomeLayout.of(sys.argv[1]), [date.fromisoformat(sys.argv[2])],
+               waiting=lambda day: print(f"waiting for {day}", flush=True)):
+    print("holding", sys.argv[2], flush=True)
+"""
+
+
+def test_with_a_postgres_instance_day_locks_are_its_advisory_locks(postgres: Server, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import date
+
+    from tokenledger.housekeeping import day_locks
+    from tokenledger.paths import HomeLayout
+
+    monkeypatch.setenv(POSTGRES_URL_ENV, postgres.url())
+    home = tmp_path / "home"
+
+    def take(day: str) -> subprocess.Popen:
+        # Another process of another work folder: only the database can make it wait.
+        return subprocess.Popen([sys.executable, "-c", _HOLD_DAY, str(home), day], stdout=subprocess.PIPE,
+                                text=True, env={**os.environ, "TOKENLEDGER_WORK_DIR": str(tmp_path / "other")})
+
+    with day_locks(HomeLayout.of(home), [date(2026, 11, 16)]):
+        same = take("2026-11-16")
+        assert same.stdout.readline() == "waiting for 2026-11-16\n"
+        other = take("2026-11-17")  # another day of the home is not held
+        assert other.communicate(timeout=60)[0] == "holding 2026-11-17\n"
+        assert same.poll() is None
+    assert same.communicate(timeout=60)[0] == "holding 2026-11-16\n"
+    assert not (home / ".locks").exists()  # nothing on disk: the server held them

@@ -1,9 +1,10 @@
 """What a run holds while it lives, and what a later run cleans up after one that was killed.
 
-- **Day locks.** A run holds an exclusive lock per UTC day it computes (`.locks/day=YYYY-MM-DD.lock`) from its
-  start to its end, so two runs of one day never interleave their lake files: the second waits, then recomputes
-  the day whole. Days are locked in order, so ranged runs that overlap cannot deadlock. The kernel releases the
-  locks of a process that dies, so a killed run never blocks the next one.
+- **Day locks.** A run holds an exclusive lock per UTC day it computes (`.locks/day=YYYY-MM-DD.lock`, or with the
+  Postgres instance an advisory lock of the database, shared by every machine) from its start to its end, so two
+  runs of one day never interleave their lake files: the second waits, then recomputes the day whole. Days are
+  locked in order, so ranged runs that overlap cannot deadlock. The kernel (or the database, when the connection
+  drops) releases the locks of a process that dies, so a killed run never blocks the next one.
 - **Liveness.** A step's scratch folder (`tmp/step-*`) holds a lock file for as long as the step runs; a run
   records its process in `.locks/runs/<run_id>.json`; temporary files carry their writer's process id in their
   name. Anything whose owner is gone is an orphan.
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -69,7 +71,17 @@ def _lock(path: Path, blocking: bool = True) -> IO[str] | None:
 
 @contextmanager
 def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None) -> Iterator[None]:
-    """Hold the lock of every day in `days` (in date order); `waiting(day)` is called before blocking on one."""
+    """Hold the lock of every day in `days` (in date order); `waiting(day)` is called before blocking on one.
+
+    With the Postgres instance (TOKENLEDGER_DAGSTER_POSTGRES_URL), the locks are the database's advisory locks,
+    which every machine of a deployment shares; otherwise lock files in the home, which every process of one
+    machine shares."""
+    from tokenledger.instance import postgres_url
+
+    if url := postgres_url():
+        with _advisory_day_locks(url, layout, days, waiting):
+            yield
+        return
     with ExitStack() as stack:
         for day in sorted(set(days)):
             path = layout.locks / f"day={day.isoformat()}.lock"
@@ -80,6 +92,33 @@ def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None) -> 
                 handle = _lock(path)
             stack.callback(handle.close)
         yield
+
+
+def advisory_key(layout: HomeLayout, day: date) -> int:
+    """The advisory lock of a home's day: a signed 64-bit number from the home as users name it and the day."""
+    digest = hashlib.sha256(f"tokenledger day lock {layout.name} {day.isoformat()}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextmanager
+def _advisory_day_locks(url: str, layout: HomeLayout, days: Iterable[date], waiting: Any) -> Iterator[None]:
+    """Session advisory locks on a connection of this process's own: released when the block ends, or by the server
+    when the process dies and its connection drops."""
+    import psycopg2
+
+    connection = psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1))
+    try:
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            for day in sorted(set(days)):
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", (advisory_key(layout, day),))
+                if not cursor.fetchone()[0]:
+                    if waiting:
+                        waiting(day)
+                    cursor.execute("SELECT pg_advisory_lock(%s)", (advisory_key(layout, day),))
+        yield
+    finally:
+        connection.close()
 
 
 @contextmanager
@@ -95,12 +134,21 @@ def step_scratch(folder: Path) -> Iterator[Path]:
             handle.close()
 
 
+def _run_record(layout: HomeLayout, run_id: str) -> Path:
+    return layout.locks / "runs" / f"{run_id}.json"
+
+
 def register_run(layout: HomeLayout, run_id: str) -> Path:
     """Record that this process executes `run_id`, so that a later run can tell if it was killed."""
-    path = layout.locks / "runs" / f"{run_id}.json"
+    path = _run_record(layout, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname()}))
     return path
+
+
+def run_registered(layout: HomeLayout, run_id: str) -> bool:
+    """Whether a process has recorded that it executes `run_id` (and has not finished it)."""
+    return _run_record(layout, run_id).exists()
 
 
 # --- cleaning ------------------------------------------------------------------------------------------------------
