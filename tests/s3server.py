@@ -16,6 +16,7 @@ CI=true, where it fails: CI must run the object-storage tests.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -25,7 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -73,6 +74,19 @@ class S3Server:
         return fs.S3FileSystem(access_key=self.access_key, secret_key=self.secret_key, region=self.region,
                                endpoint_override=f"{self.host}:{self.port}", scheme="http")
 
+    def iam_user(self, name: str, actions: list[str]) -> S3Server:
+        """An IAM user allowed `actions` on every resource (three requests: the user, its policy, its key), and the
+        server as that user sees it."""
+        import boto3
+
+        iam = boto3.client("iam", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
+                           aws_secret_access_key=self.secret_key, region_name=self.region)
+        iam.create_user(UserName=name)
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
+        iam.put_user_policy(UserName=name, PolicyName=f"{name}-policy", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return replace(self, access_key=key["AccessKeyId"], secret_key=key["SecretAccessKey"])
+
     def s3fs(self, **kwargs: Any) -> Any:
         """An s3fs filesystem of the server (s3fs is not a project dependency: ImportError where absent)."""
         import s3fs
@@ -82,9 +96,13 @@ class S3Server:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, bucket: str = BUCKET) -> Iterator[S3Server]:
+    def start(cls, bucket: str = BUCKET, authorized_after: int | None = None) -> Iterator[S3Server]:
         """Start moto's server on 127.0.0.1 on a free port, create `bucket`, yield the server, stop it after.
-        Raises ServerUnavailable where it cannot start."""
+        Raises ServerUnavailable where it cannot start.
+
+        `authorized_after`: the server checks every request against its IAM users' policies once it has answered
+        that many (moto's INITIAL_NO_AUTH_ACTION_COUNT), the bucket's creation included: the requests before are
+        the set-up, creating users and their keys (`iam_user`)."""
         try:
             import boto3  # noqa: F401
             import moto.server  # noqa: F401
@@ -94,7 +112,9 @@ class S3Server:
         with tempfile.TemporaryFile() as log:
             process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"})
+                                       env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true",
+                                            **({"INITIAL_NO_AUTH_ACTION_COUNT": str(authorized_after)}
+                                               if authorized_after is not None else {})})
             try:
                 server = cls(host, port, bucket)
                 _wait_until_up(server, process, log)

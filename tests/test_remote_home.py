@@ -221,3 +221,27 @@ class socket_closed:  # noqa: N801  (a context manager used as a phrase)
 
     def __exit__(self, *exc: object) -> None:
         self.socket.close()
+
+
+def test_a_bucket_that_refuses_writes_fails_the_day_in_one_line_and_publishes_nothing(tmp_path: Path) -> None:
+    # A server of its own that checks every request against its users' policies once the set-up is done (the
+    # bucket, then two users of three requests each): the landing zone is written by one allowed everything, the
+    # run by one that may only read.
+    with S3Server.start(authorized_after=7) as server:
+        writer = server.iam_user("lander", ["*"])
+        reader = server.iam_user("runner", ["s3:Get*", "s3:List*", "s3:Head*"])
+        home = Bucket(writer, tmp_path)
+        assert home.run("generate", "--home", home.url, *GENERATE).returncode == 0
+        done = tokenledger("run", "--home", home.url, "--start", START,
+                           env={**reader.env(), "TOKENLEDGER_WORK_DIR": str(tmp_path / "reader")})
+        assert done.returncode == 1, done.stdout + done.stderr
+        failure = re.search(r"^2026-11-02  FAILED\n((?:    .*\n)+)", done.stdout, re.M)
+        assert failure, done.stdout
+        message = failure.group(1).strip()
+        assert message.startswith(f"publish/exports: the object store refused writing {home.url}/.published/objects/")
+        assert message.endswith("(AccessDenied, HTTP 403: Access Denied): the credentials may not do this: check "
+                                "AWS_ACCESS_KEY_ID / AWS_PROFILE and the bucket's policy. Nothing half-written was "
+                                "published; re-run once it is fixed.")
+        assert len(message.splitlines()) == 1
+        assert home.listing(".published/current.json") == {}  # nothing published
+        assert "Nothing of 2026-11-02 is published" in done.stdout

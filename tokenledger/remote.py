@@ -109,28 +109,38 @@ class RemoteHome:
     @contextlib.contextmanager
     def talking(self, doing: str, relative: str = "") -> Iterator[None]:
         """Turn what the object store or the network answers into one line naming the bucket and what to check."""
+        from boto3.exceptions import S3TransferFailedError, S3UploadFailedError
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             yield
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code, status = error.get("Code", "?"), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
-                raise Conflict(relative) from None
-            hint = {"NoSuchBucket": "the bucket does not exist: create it or correct TOKENLEDGER_HOME",
-                    "AccessDenied": "the credentials may not do this: check AWS_ACCESS_KEY_ID / AWS_PROFILE and "
-                                    "the bucket's policy",
-                    "InvalidAccessKeyId": "the access key is unknown to the server: check AWS_ACCESS_KEY_ID",
-                    "SignatureDoesNotMatch": "the secret key is wrong: check AWS_SECRET_ACCESS_KEY"}.get(
-                code, "check the bucket, the credentials and AWS_ENDPOINT_URL")
-            raise EnvironmentProblem(f"the object store refused {doing} {self.where(relative)} ({code}"
-                                     f"{f', HTTP {status}' if status else ''}: {error.get('Message', '')}): {hint}. "
-                                     "Nothing half-written was published; re-run once it is fixed.") from None
+        except (ClientError, S3UploadFailedError, S3TransferFailedError) as exc:
+            # boto3's transfers (upload_file, download_file) wrap the server's answer in an error of their own.
+            answer = exc if isinstance(exc, ClientError) else exc.__cause__ or exc.__context__
+            if not isinstance(answer, ClientError):
+                raise EnvironmentProblem(f"the object store failed {doing} {self.where(relative)} ({exc}): check "
+                                         "the bucket, the credentials and AWS_ENDPOINT_URL. Nothing half-written "
+                                         "was published; re-run once it is fixed.") from None
+            raise self._refused(answer, doing, relative) from None
         except BotoCoreError as exc:
             raise EnvironmentProblem(f"cannot reach the object store while {doing} {self.where(relative)} ({exc}): "
                                      "check AWS_ENDPOINT_URL, the network and the credentials; nothing half-written "
                                      "was published, re-run once it answers.") from None
+
+    def _refused(self, exc: Any, doing: str, relative: str) -> Exception:
+        error = exc.response.get("Error", {})
+        code, status = error.get("Code", "?"), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
+            return Conflict(relative)
+        denied = "the credentials may not do this: check AWS_ACCESS_KEY_ID / AWS_PROFILE and the bucket's policy"
+        hint = {"NoSuchBucket": "the bucket does not exist: create it or correct TOKENLEDGER_HOME",
+                "AccessDenied": denied, "403": denied,  # a HEAD request's refusal has no body, so no code
+                "InvalidAccessKeyId": "the access key is unknown to the server: check AWS_ACCESS_KEY_ID",
+                "SignatureDoesNotMatch": "the secret key is wrong: check AWS_SECRET_ACCESS_KEY"}.get(
+            code, "check the bucket, the credentials and AWS_ENDPOINT_URL")
+        return EnvironmentProblem(f"the object store refused {doing} {self.where(relative)} ({code}"
+                                  f"{f', HTTP {status}' if status else ''}: {error.get('Message', '')}): {hint}. "
+                                  "Nothing half-written was published; re-run once it is fixed.")
 
     # --- objects -----------------------------------------------------------------------------------------------
 
@@ -414,7 +424,6 @@ def register_filesystem(con: Any) -> None:
     credentials, region and AWS_ENDPOINT_URL from the environment) registered as an fsspec filesystem, since
     DuckDB's own httpfs extension is not installable here (docs/decisions.md, "A home on object storage")."""
     from fsspec.implementations.arrow import ArrowFSWrapper
-    from pyarrow import fs
 
     class _S3(ArrowFSWrapper):
         protocol = ("s3",)
