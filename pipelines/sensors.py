@@ -1,8 +1,9 @@
 """Late data: a file that lands in an already processed day's folder re-runs that day.
 
-The sensor compares each gateway file's modification time with the time that day's core/gateway_requests was
-last materialized, and each billing file with the days its charge periods cover. A later file means the day's
-result no longer reflects the landing zone, so the day runs again; the run key (day and newest file time) keeps
+The sensor compares each gateway file's modification time (for a home on object storage, the time its bucket
+lists) with the time that day's core/gateway_requests was last materialized, and each billing file with the days
+its charge periods cover. A later file means the day's result no longer reflects the landing zone, so the day runs
+again; the run key (day and newest file time) keeps
 a tick from asking twice for the same file. Days never processed are left to the schedule or a backfill, and a
 change of config (prices, policies) is applied by backfilling the range it concerns (README).
 """
@@ -18,6 +19,7 @@ from tokenledger.duck import literal_path
 from tokenledger.errors import LedgerError
 from tokenledger.ingest import BILLING_FORMATS, GATEWAY_FORMATS
 from tokenledger.landing import landing_files, newest_mtime
+from tokenledger.remote import pull
 
 GATEWAY = dg.AssetKey(["core", "gateway_requests"])
 BILLING = dg.AssetKey(["core", "billing_charges"])
@@ -50,14 +52,24 @@ def _recent(partitions: set[str], today: date) -> list[date]:
     return sorted(d for d in days if (today - d).days <= LOOKBACK_DAYS)
 
 
+def _newest_remote(layout, day: date) -> float | None:
+    """The newest gateway log of a remote home's day, by the times its bucket lists (nothing is downloaded)."""
+    listed = layout.remote.list(f"raw/gateway/dt={day.isoformat()}/")
+    times = [obj.mtime for rel, obj in listed.items() if rel.endswith(tuple(GATEWAY_FORMATS))]
+    return max(times, default=None)
+
+
 def late_days(instance: dg.DagsterInstance, ledger: LedgerResource, today: date | None = None) -> dict[date, float]:
     """Processed days with a file newer than their last materialization, and the newest such file's time."""
     layout = ledger.layout
     today = today or datetime.now(UTC).date()
     late: dict[date, float] = {}
+    if layout.remote is not None:  # the bucket's: the object times, and the bill pulled (its days are in it)
+        pull(layout.remote, layout.home, "raw/billing/")
     for day in _recent(instance.get_materialized_partitions(GATEWAY), today):
         try:
-            newest = newest_mtime(landing_files(layout.gateway_day_dir(day), GATEWAY_FORMATS, "gateway log"))
+            newest = (_newest_remote(layout, day) if layout.remote is not None else
+                      newest_mtime(landing_files(layout.gateway_day_dir(day), GATEWAY_FORMATS, "gateway log")))
         except (LedgerError, OSError):
             continue  # an entry the pipeline cannot read: the day's next run reports it
         done = _materialized_at(instance, GATEWAY, day)

@@ -245,3 +245,31 @@ def test_a_bucket_that_refuses_writes_fails_the_day_in_one_line_and_publishes_no
         assert len(message.splitlines()) == 1
         assert home.listing(".published/current.json") == {}  # nothing published
         assert "Nothing of 2026-11-02 is published" in done.stdout
+
+
+def test_the_late_data_sensor_sees_a_file_landed_late_in_the_bucket(bucket: Bucket,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    from datetime import date
+
+    import dagster as dg
+
+    from pipelines.resources import LedgerResource
+    from pipelines.sensors import late_days
+
+    for name, value in bucket.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DAGSTER_HOME", str(bucket.work / "first" / ".dagster"))  # the run's instance
+    ledger = LedgerResource(home=bucket.url)
+    today = date(2026, 11, 20)
+    with dg.DagsterInstance.get() as instance:
+        assert late_days(instance, ledger, today) == {}  # every landed file is older than its day's last run
+        time.sleep(1.1)  # the bucket's times are whole seconds
+        key = f"{bucket.prefix}/raw/gateway/dt={MIDDLE}/late.jsonl"
+        bucket.server.client().put_object(Bucket=bucket.server.bucket, Key=key, Body=b"{}\n")
+        try:
+            late = late_days(instance, ledger, today)
+        finally:
+            bucket.server.client().delete_object(Bucket=bucket.server.bucket, Key=key)
+    assert list(late) == [date(2026, 11, 3)]
+    assert late[date(2026, 11, 3)] > time.time() - 60
