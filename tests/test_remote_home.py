@@ -130,6 +130,16 @@ def test_the_bucket_publishes_what_a_local_home_publishes(bucket: Bucket, refere
     entry = manifest["files"][f"exports/infra/slo_daily/day={MIDDLE}/data.parquet"]
     assert re.fullmatch(r"\.published/objects/\d{8}T\d{6}Z-[0-9a-f]{12}/exports/infra/slo_daily/day=2026-11-03/"
                         r"data\.parquet", entry["key"])
+    # Nothing lost: every source of every day, and every day's cost, reconciles (3 sources a day, 1 currency).
+    ingest = published["quality.ingest_reconciliation_daily"]
+    assert len(ingest) == 9 and len(published["finance.cost_reconciliation_daily"]) == 3
+    with duckdb.connect() as con, pytest.MonkeyPatch.context() as env:
+        for name, value in bucket.server.env().items():
+            env.setenv(name, value)
+        register_filesystem(con)
+        for table in ("quality/ingest_reconciliation_daily", "finance/cost_reconciliation_daily"):
+            files = f"{bucket.url}/exports/{table}/**/*.parquet"
+            assert con.execute(f"SELECT bool_and(balanced) FROM read_parquet('{files}')").fetchone()[0] is True, table
     assert f"lake/core/gateway_requests/day={END}/data.parquet" in bucket.listing("lake/")
     assert f"reports/capacity-review-{START}.html" in bucket.listing("reports/")
 
