@@ -134,21 +134,12 @@ def step_scratch(folder: Path) -> Iterator[Path]:
             handle.close()
 
 
-def _run_record(layout: HomeLayout, run_id: str) -> Path:
-    return layout.locks / "runs" / f"{run_id}.json"
-
-
 def register_run(layout: HomeLayout, run_id: str) -> Path:
     """Record that this process executes `run_id`, so that a later run can tell if it was killed."""
-    path = _run_record(layout, run_id)
+    path = layout.locks / "runs" / f"{run_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname()}))
     return path
-
-
-def run_registered(layout: HomeLayout, run_id: str) -> bool:
-    """Whether a process has recorded that it executes `run_id` (and has not finished it)."""
-    return _run_record(layout, run_id).exists()
 
 
 # --- cleaning ------------------------------------------------------------------------------------------------------
