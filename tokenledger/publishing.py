@@ -397,10 +397,14 @@ def pull_published(layout: HomeLayout) -> int:
     pulled are hard-linked from the previous local version, the others downloaded); returns its version number."""
     from tokenledger import remote
 
+    # Every step of a run asks: when the manifest's ETag is the one pulled last, nothing more is read.
+    local = pulled_manifest(layout)
+    if local.get("etag") and current_version(layout) and remote_etag(layout) == local["etag"]:
+        return local["version"]
     manifest = remote.current_manifest(layout.remote)
     with exclusive(layout.locks / "publish.lock"):
         local = pulled_manifest(layout)
-        if local["version"] == manifest.version and current_version(layout):
+        if local["version"] == manifest.version and local.get("etag") == manifest.etag and current_version(layout):
             return manifest.version
         current = current_version(layout)
         wanted = {rel: entry for rel, entry in manifest.files.items() if rel.split("/", 1)[0] in PULLED}
@@ -418,12 +422,19 @@ def pull_published(layout: HomeLayout) -> int:
             manifest_file = download / REMOTE_MANIFEST
             manifest_file.parent.mkdir(parents=True, exist_ok=True)
             core = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(f"{LAKE}/core/")}
-            manifest_file.write_text(json.dumps({"version": manifest.version, "files": wanted, "core": core}))
+            manifest_file.write_text(json.dumps({"version": manifest.version, "etag": manifest.etag,
+                                                 "files": wanted, "core": core}))
             _switch(layout, {**kept, **fetched, REMOTE_MANIFEST: manifest_file},
                     moved={*fetched, REMOTE_MANIFEST}, number=max(manifest.version, 1))
         finally:
             shutil.rmtree(download, ignore_errors=True)
     return manifest.version
+
+
+def remote_etag(layout: HomeLayout) -> str | None:
+    from tokenledger.remote import CURRENT_KEY
+
+    return layout.remote.etag(CURRENT_KEY)
 
 
 def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None) -> Path:

@@ -195,6 +195,18 @@ class RemoteHome:
                 return None
             return got["Body"].read(), got["ETag"]
 
+    def etag(self, relative: str) -> str | None:
+        """The object's ETag (a HEAD request: nothing downloaded), None when there is none."""
+        from botocore.exceptions import ClientError
+
+        with self.talking("reading", relative):
+            try:
+                return self.client.head_object(Bucket=self.bucket, Key=self.key(relative))["ETag"]
+            except ClientError as exc:
+                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                    return None
+                raise
+
     def put(self, relative: str, body: bytes, *, if_match: str | None = None, if_absent: bool = False) -> str:
         """Write the object, only if it is still the version `if_match` names (or, `if_absent`, if there is none):
         raises Conflict when it is not. Returns the new ETag."""
