@@ -3,28 +3,38 @@
     in_process    (the default) every step in the run's own process, one after the other, as tokenledger always has:
                   steps already use every core through DuckDB, and GX is imported once per run
     multiprocess  a process per step on the run's machine (Dagster's multiprocess_executor), independent steps at once
-    celery        each step a task on a Celery broker, executed by whichever `dagster-celery worker` takes it
-                  (dagster_celery.celery_executor): the broker is TOKENLEDGER_CELERY_BROKER, the result backend
-                  TOKENLEDGER_CELERY_BACKEND (default: the broker's rpc:// replies). Needs the `celery` extra, an
-                  instance every worker can reach (the Postgres instance) and a home every worker sees at the same path.
+    celery        each step a task on a Celery broker, executed by whichever worker takes it (`celery -A
+                  pipelines.celery_app worker`; dagster_celery.celery_executor): the broker is
+                  TOKENLEDGER_CELERY_BROKER, the result backend TOKENLEDGER_CELERY_BACKEND (default: the broker's
+                  rpc:// replies). Needs the `celery` extra, an instance every worker can reach (the Postgres instance)
+                  and a home every worker sees at the same path.
 
 The broker's URL (which may hold a password) is never in the code or the run config: the executor's config names the
 variables (Dagster's `env:` form), read by the process that runs the job. See docs/deploying.md.
+
+Under both of the last two, the process orchestrating a run holds it (its run record and day locks,
+pipelines/resources.py) from its first step to its last, as a run's own process does under in_process, and tags it so
+that its steps hold nothing: two steps of one run never wait on each other's lock. A Celery run first connects to its
+broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import dagster as dg
+from dagster._core.system_config.objects import ResolvedRunConfig
 
-from tokenledger.errors import ConfigError
+from pipelines.resources import LedgerResource
+from tokenledger.errors import ConfigError, EnvironmentProblem
 
 EXECUTOR_ENV = "TOKENLEDGER_EXECUTOR"
 BROKER_ENV = "TOKENLEDGER_CELERY_BROKER"
 BACKEND_ENV = "TOKENLEDGER_CELERY_BACKEND"
 EXECUTORS = ("in_process", "multiprocess", "celery")
+# How long a run waits for its broker to answer before failing.
+BROKER_TIMEOUT_S = 5
 
 
 def executor_from_env(env: Mapping[str, str] = os.environ) -> dg.ExecutorDefinition:
@@ -33,7 +43,7 @@ def executor_from_env(env: Mapping[str, str] = os.environ) -> dg.ExecutorDefinit
     if name == "in_process":
         return dg.in_process_executor
     if name == "multiprocess":
-        return dg.multiprocess_executor
+        return _held_by_orchestrator(dg.multiprocess_executor)
     if name == "celery":
         return _celery(env)
     raise ConfigError(f"{EXECUTOR_ENV}={name!r} is not an executor tokenledger knows: set it to one of "
@@ -53,4 +63,68 @@ def _celery(env: Mapping[str, str]) -> dg.ExecutorDefinition:
     config: dict = {"broker": {"env": BROKER_ENV}}
     if env.get(BACKEND_ENV, "").strip():
         config["backend"] = {"env": BACKEND_ENV}
-    return celery_executor.configured(config, name="celery")
+    return _held_by_orchestrator(celery_executor).configured(config, name="celery")
+
+
+def _held_by_orchestrator(definition: dg.ExecutorDefinition) -> dg.ExecutorDefinition:
+    """`definition`, a process per step, with each run held by the process orchestrating it."""
+    create = definition.executor_creation_fn
+    return dg.ExecutorDefinition(name=definition.name, config_schema=definition.config_schema,
+                                 requirements=definition.get_requirements, description=definition.description,
+                                 executor_creation_fn=lambda context: HeldRunExecutor(create(context)))
+
+
+class HeldRunExecutor(dg.Executor):
+    """An executor of a process per step (`steps`) whose orchestrating process holds the run while the steps
+    execute; a Celery one first checks that its broker answers."""
+
+    def __init__(self, steps: dg.Executor) -> None:
+        self.steps = steps
+
+    @property
+    def retries(self):
+        return self.steps.retries
+
+    @property
+    def step_dependency_config(self):
+        return self.steps.step_dependency_config
+
+    def __getattr__(self, name: str):
+        # What an executor's own loop asks of the run's executor, which is this one (dagster-celery: app_args).
+        return getattr(self.steps, name)
+
+    def execute(self, plan_context, execution_plan) -> Iterator[dg.DagsterEvent]:
+        if broker := getattr(self.steps, "broker", None):  # dagster_celery's CeleryExecutor
+            check_broker(broker)
+        run = plan_context.dagster_run
+        # The ledger resource as the steps configure it: the run's config over the definitions' (the home's path).
+        config = ResolvedRunConfig.build(plan_context.reconstructable_job.get_definition(), run.run_config)
+        ledger = LedgerResource(**config.resources["ledger"].config)
+        with ledger.holding_run_for_steps(run, plan_context.instance, plan_context.log):
+            yield from self.steps.execute(plan_context, execution_plan)
+
+
+def check_broker(url: str) -> None:
+    """Connect once to the Celery broker at `url`; an EnvironmentProblem naming its host and port (never the
+    password) and what to check when that fails, a ConfigError for a URL that names no broker Celery knows."""
+    from kombu import Connection
+
+    try:
+        connection = Connection(url, connect_timeout=BROKER_TIMEOUT_S)
+        server = f"{connection.hostname or 'localhost'}:{connection.port or connection.transport.default_port}"
+    except (KeyError, ImportError) as exc:  # kombu: "No such transport: ...", or its client is not installed
+        raise ConfigError(f"{BROKER_ENV} names no broker Celery can use ({exc.args[0] if exc.args else exc}): give "
+                          f"it a URL such as redis://HOST:6379/0, or unset {EXECUTOR_ENV}") from None
+    try:
+        connection.ensure_connection(max_retries=0, timeout=BROKER_TIMEOUT_S)
+    except Exception as exc:
+        cause = " ".join(str(exc).split())
+        if connection.password:
+            cause = cause.replace(connection.password, "***")
+        raise EnvironmentProblem(
+            f"cannot reach the Celery broker {server} that {BROKER_ENV} names ({cause}): check that the broker is "
+            "running and accepts connections from this machine on that host and port (Redis: redis-cli -h HOST -p "
+            f"PORT ping) and the URL in {BROKER_ENV}, then re-run; or unset {EXECUTOR_ENV} to execute the steps in the "
+            "run's own process") from None
+    finally:
+        connection.release()

@@ -35,6 +35,10 @@ OPTIONAL_DIRS = {
 # Settings a `tokenledger run` user may need without Dagster run config: a very large day can need more memory
 # than DuckDB's default limit (what the out-of-memory message says to raise).
 OPTIONAL_SETTINGS = {"duckdb_memory_limit": "TOKENLEDGER_DUCKDB_MEMORY_LIMIT"}
+# What the process orchestrating a run's steps (an executor of a process per step: pipelines/executors.py) tags the
+# run with: the home it computes, which a step executed elsewhere (a Celery worker) checks its own against, and the
+# run's own id, telling its steps that the run is held (a re-executed run inherits its parent's tags: hence the id).
+HOME_TAG, HELD_TAG = "tokenledger/home", "tokenledger/held_run"
 
 
 class LedgerResource(dg.ConfigurableResource):
@@ -62,34 +66,73 @@ class LedgerResource(dg.ConfigurableResource):
     _held: ExitStack | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        """At a run's start: clean up after killed runs, record this run, and lock the run's days so that
-        another run of the same day waits instead of interleaving its files with this one's."""
+        """At a run's start: hold the run (`holding_run`), unless the process orchestrating it already does (an
+        executor of a process per step: pipelines/executors.py); then, for a home on object storage, fetch what the
+        step reads of the run's days."""
         run = context.dagster_run
         layout = self.layout
+        held_for_steps = run is not None and run.tags.get(HELD_TAG) == run.run_id
+        if held_for_steps and run.tags.get(HOME_TAG) != layout.name:
+            raise LedgerError(f"run {run.run_id[:8]} computes the home {run.tags[HOME_TAG]}, but this process's "
+                              f"TOKENLEDGER_HOME is {layout.name}: a worker computes in the home of its own "
+                              "environment, so start each worker with the home of the runs it serves, at the same "
+                              "path (docs/deploying.md)")
         if run is None or (layout.remote is None and not layout.home.is_dir()):
             return
-        days = run_days(run.tags)
         held = ExitStack()
         try:
-            layout.home.mkdir(parents=True, exist_ok=True)
-            fail_dead_runs(layout, context.instance)
-            clean_orphans(layout, days)
-            record = register_run(layout, run.run_id)
-            held.callback(record.unlink, missing_ok=True)
-            held.enter_context(day_locks(
-                layout, days, waiting=lambda day: context.log.info(
-                    f"another run of {day} is in progress; waiting for it to finish before computing the day")))
+            if not held_for_steps:
+                held.enter_context(self.holding_run(run, context.instance, context.log))
             if layout.remote is not None:
                 # After the day locks: what this step reads of the days, from the bucket (tokenledger/remote.py).
+                days = run_days(run.tags)
                 pull_for_run(layout, days)
                 held.callback(push_for_run, layout, days)
         except BaseException as exc:
             held.close()
             if isinstance(exc, OSError):
-                raise LedgerError(f"cannot prepare {layout.home} for a run ({exc.strerror}: {exc.filename}). Check "
-                                  "that the home is writable and its disk is not full, then re-run.") from None
+                raise _cannot_prepare(layout, exc) from None
             raise
         self._held = held
+
+    @contextmanager
+    def holding_run(self, run: dg.DagsterRun, instance: dg.DagsterInstance,
+                    log: dg.DagsterLogManager) -> Iterator[None]:
+        """From a run's start to its end: clean up after killed runs, record the run, and lock its days so that
+        another run of the same day waits instead of interleaving its files with this one's.
+
+        A run executed in one process holds itself (setup_for_execution). Under an executor of a process per step,
+        the process orchestrating the steps holds the run for their whole span (`holding_run_for_steps`) and the
+        steps take nothing: a step taking its run's day locks would wait for the orchestrator, which waits for the
+        step; steps holding them each for its own span would make two steps of one run wait on each other, and let
+        another run take the days between two steps."""
+        layout = self.layout
+        days = run_days(run.tags)
+        with ExitStack() as held:
+            try:
+                layout.home.mkdir(parents=True, exist_ok=True)
+                fail_dead_runs(layout, instance)
+                clean_orphans(layout, days)
+                record = register_run(layout, run.run_id)
+                held.callback(record.unlink, missing_ok=True)
+                held.enter_context(day_locks(
+                    layout, days, waiting=lambda day: log.info(
+                        f"another run of {day} is in progress; waiting for it to finish before computing the day")))
+            except OSError as exc:
+                raise _cannot_prepare(layout, exc) from None
+            yield
+
+    @contextmanager
+    def holding_run_for_steps(self, run: dg.DagsterRun, instance: dg.DagsterInstance,
+                              log: dg.DagsterLogManager) -> Iterator[None]:
+        """`holding_run`, in the process orchestrating the run's steps, with the run tagged (HOME_TAG, HELD_TAG) so
+        that its steps, wherever they execute, take nothing and compute in the same home."""
+        if self.layout.remote is None and not self.layout.home.is_dir():
+            yield  # nothing to hold: each step fails saying the home is missing
+            return
+        with self.holding_run(run, instance, log):
+            instance.add_run_tags(run.run_id, {HOME_TAG: self.layout.name, HELD_TAG: run.run_id})
+            yield
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Push what the step wrote (a home on object storage), then release the day locks and the run record."""
@@ -120,6 +163,11 @@ class LedgerResource(dg.ConfigurableResource):
     def warehouse(self) -> WarehouseResource:
         """The warehouse file, which holds only views over the published tables (see tokenledger.warehouse)."""
         return warehouse_resource(self.layout)
+
+
+def _cannot_prepare(layout: HomeLayout, exc: OSError) -> LedgerError:
+    return LedgerError(f"cannot prepare {layout.home} for a run ({exc.strerror}: {exc.filename}). Check that the "
+                       "home is writable and its disk is not full, then re-run.")
 
 
 def run_days(tags: dict[str, str]) -> list[date]:

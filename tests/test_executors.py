@@ -13,7 +13,10 @@ from tokenledger.errors import ConfigError
 def test_the_default_is_the_run_process() -> None:
     assert executor_from_env({}) is dg.in_process_executor
     assert executor_from_env({"TOKENLEDGER_EXECUTOR": " "}) is dg.in_process_executor
-    assert executor_from_env({"TOKENLEDGER_EXECUTOR": "multiprocess"}) is dg.multiprocess_executor
+    # Dagster's multiprocess executor, its runs held by their orchestrating process (pipelines/resources.py).
+    multiprocess = executor_from_env({"TOKENLEDGER_EXECUTOR": "multiprocess"})
+    assert multiprocess.name == "multiprocess"
+    assert multiprocess.config_schema is dg.multiprocess_executor.config_schema
 
 
 def test_an_unknown_executor_names_the_ones_there_are() -> None:

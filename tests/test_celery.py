@@ -1,0 +1,287 @@
+"""Steps on Celery workers (TOKENLEDGER_EXECUTOR=celery, pipelines/executors.py), end to end on real processes.
+
+A real Redis (tests/redisserver.py, with a password) is the broker; two Celery workers of their own process
+(`celery -A pipelines.celery_app worker`, one task at a time, so a step's pid is its worker's) serve a generated home
+of six days. `tokenledger run --parallel 2` submits two ranged runs of three days to the home's instance; its daemon
+launches their orchestrating processes, which hand each step to the broker. The published tables must equal, row
+for row, those of the same days run in one process on a copy of the home, and the instance's event log must show
+steps executed by both workers, two steps of one run at once: the run is held (its day locks) by its orchestrating
+process, not by each step, which would make the steps of one run wait on each other; a run whose day another holds
+hands out no step until the day is free. A broker that is gone fails a run before any step, with one line naming it
+and what to check, and a step of a run of another home is refused. These start real brokers, workers and daemons,
+so they run in `make test-distributed`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from pipelines.executors import BROKER_ENV, EXECUTOR_ENV
+from pipelines.resources import HELD_TAG, HOME_TAG
+from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
+from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.housekeeping import day_locks
+from tokenledger.paths import PROJECT_ROOT, HomeLayout
+from tokenledger.trend import TREND
+from tokenledger.whatif import TRACES
+
+pytestmark = pytest.mark.distributed
+
+START, END = "2026-11-02", "2026-11-07"
+WORKERS = ("tokenledger-a", "tokenledger-b")
+READY_S = 60
+
+
+def tokenledger(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenledger.cli", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+def celery_env(home: Path, broker: str) -> dict[str, str]:
+    """What the command, the runs and the workers share: the home, its instance, the executor and the broker."""
+    return {"TOKENLEDGER_HOME": str(home), "DAGSTER_HOME": str(home / ".dagster"), EXECUTOR_ENV: "celery",
+            BROKER_ENV: broker}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("celery") / "home"
+    done = tokenledger("generate", "--home", str(home), "--start", START, "--days", "6", "--requests-per-day", "100",
+                       "--seed", "3", "--bad-rows-per-day", "0", "--canonical-only")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+def copy_of(generated: Path, tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(generated, target, ignore=shutil.ignore_patterns(".dagster"))
+    (target / ".dagster").mkdir()
+    return target
+
+
+@contextmanager
+def celery_workers(env: dict[str, str], logs: Path) -> Iterator[dict[str, int]]:
+    """The WORKERS, each a `celery worker` process of its own executing one task at a time; their pids by name once
+    each says it is ready, stopped (warm shutdown) after."""
+    logs.mkdir(parents=True, exist_ok=True)
+    started: dict[str, subprocess.Popen] = {}
+    try:
+        for name in WORKERS:
+            with (logs / f"{name}.log").open("wb") as sink:
+                started[name] = subprocess.Popen(
+                    [sys.executable, "-m", "celery", "-A", "pipelines.celery_app", "worker", "--hostname",
+                     f"{name}@%h", "--pool", "solo", "--concurrency", "1", "--without-mingle", "--without-gossip",
+                     "--loglevel", "INFO"],
+                    cwd=PROJECT_ROOT, env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=sink,
+                    stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + READY_S
+        for name, process in started.items():
+            log = logs / f"{name}.log"
+            while not re.search(rf"\b{name}@\S+ ready\.", said := log.read_text(errors="replace")):
+                assert process.poll() is None, f"worker {name} exited: {said[-3000:]}"
+                assert time.monotonic() < deadline, f"worker {name} not ready within {READY_S} s: {said[-3000:]}"
+                time.sleep(0.2)
+        yield {name: process.pid for name, process in started.items()}
+    finally:
+        for process in started.values():
+            process.terminate()
+        for process in started.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def published(home: Path) -> dict[str, list[tuple]]:
+    """Every published table's rows, the day of the day tables included (from their folders), in one order."""
+    out = {}
+    with duckdb.connect() as con:
+        for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+            folder = home / "exports" / ref.schema / ref.name
+            if folder.is_dir():
+                out[ref.qualified] = con.execute(
+                    f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) ORDER BY ALL"
+                ).fetchall()
+    return out
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    pid: int
+    worker: str
+    started: float
+    ended: float
+
+
+@dataclass(frozen=True)
+class Executed:
+    run: dg.DagsterRun
+    steps: list[Step]  # every step that succeeded: the process and Celery worker that executed it, and when
+    waits: list[str]  # what the run logged while it waited for another run's day
+
+
+@contextmanager
+def instance_of(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dg.DagsterInstance]:
+    """The home's Dagster instance, as its processes open it (its event log's folder is read from DAGSTER_HOME)."""
+    with monkeypatch.context() as patched:
+        patched.setenv("DAGSTER_HOME", str(home / ".dagster"))
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+
+
+def executed(home: Path, monkeypatch: pytest.MonkeyPatch) -> list[Executed]:
+    """Every run of the home's instance, from its event log."""
+    out = []
+    with instance_of(home, monkeypatch) as instance:
+        for run in instance.get_runs():
+            starts, ends, workers, waits = {}, {}, {}, []
+            for entry in instance.all_logs(run.run_id):
+                event = entry.dagster_event
+                if "another run of" in (entry.user_message or ""):
+                    waits.append(entry.user_message)
+                if event is None:
+                    continue
+                if event.event_type_value == "STEP_START":
+                    starts[entry.step_key] = (event.pid, entry.timestamp)
+                elif event.event_type_value == "STEP_SUCCESS":
+                    ends[entry.step_key] = entry.timestamp
+                elif event.event_type_value == "ENGINE_EVENT" and "Celery worker" in event.engine_event_data.metadata:
+                    workers[entry.step_key] = event.engine_event_data.metadata["Celery worker"].value
+            out.append(Executed(run, [Step(key, pid, workers.get(key, ""), at, ends[key])
+                                      for key, (pid, at) in starts.items() if key in ends], waits))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(generated: Path, tmp_path_factory: pytest.TempPathFactory,
+            redis_server: RedisServer) -> Iterator[tuple[Path, dict[str, str], dict[str, int]]]:
+    """A copy of the generated home served by the two workers: the home, the environment its commands and workers
+    share, the workers' pids by name."""
+    home = copy_of(generated, tmp_path_factory.mktemp("cluster"), "home")
+    env = celery_env(home, redis_server.url())
+    with celery_workers(env, home.parent / "workers") as pids:
+        yield home, env, pids
+
+
+def test_a_backfill_on_two_celery_workers_publishes_what_one_process_publishes(
+        cluster: tuple[Path, dict[str, str], dict[str, int]], generated: Path, tmp_path: Path,
+        redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    spread, env, pids = cluster
+    done = tokenledger("run", "--home", str(spread), "--start", START, "--end", END, "--parallel", "2", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for day in ("2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05", "2026-11-06", "2026-11-07"):
+        assert f"{day}  published" in done.stdout
+    assert redis_server.password not in done.stdout + done.stderr
+    alone = copy_of(generated, tmp_path, "alone")
+    one = tokenledger("run", "--home", str(alone), "--start", START, "--end", END)
+    assert one.returncode == 0, one.stdout + one.stderr
+
+    tables_alone, tables_spread = published(alone), published(spread)
+    assert {"finance.cost_per_mtok_daily", "infra.capacity_plan_daily", "focus.cost_and_usage_daily",
+            "infra.capacity_trend"} <= {table for table, rows in tables_alone.items() if rows}
+    assert set(tables_alone) == set(tables_spread) and len(tables_alone) == len(PUBLISHED_TABLES) + 2
+    for table, rows in tables_alone.items():
+        assert tables_spread[table] == rows, table
+
+    runs = [r for r in executed(spread, monkeypatch) if "dagster/asset_partition_range_start" in r.run.tags]
+    assert sorted((r.run.tags["dagster/asset_partition_range_start"], r.run.status.value) for r in runs) == [
+        ("2026-11-02", "SUCCESS"), ("2026-11-05", "SUCCESS")]
+    assert {r.run.tags[HOME_TAG] for r in runs} == {str(spread)}
+    # Every step of both runs was executed by a worker, each worker executed some, and the worker named in the event
+    # log is the process that executed the step.
+    steps = [step for r in runs for step in r.steps]
+    assert len(steps) > 40
+    assert {s.pid for s in steps} == set(pids.values())
+    assert {(s.worker.split("@")[0], s.pid) for s in steps} == set(pids.items())
+    # The runs' own processes (launched by the daemon) held the runs: no step waited for a day lock, and in each run
+    # two steps were executing at once, one on each worker.
+    assert all(r.waits == [] for r in runs)
+    assert all(any(a.pid != b.pid and a.started < b.ended and b.started < a.ended for a in r.steps for b in r.steps)
+               for r in runs)
+
+
+def test_a_run_hands_out_no_step_while_another_run_holds_its_day(
+        cluster: tuple[Path, dict[str, str], dict[str, int]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The day lock keeps two runs of one day apart under Celery too: the run's orchestrating process takes it
+    before handing out any step. Here the test holds the day, as another run of it would."""
+    home, env, _ = cluster
+    day = "2026-11-07"
+
+    def this_run() -> list[Executed]:
+        return [r for r in executed(home, monkeypatch) if r.run.tags.get("dagster/partition") == day]
+
+    with (tmp_path / "run.log").open("w+") as said, day_locks(HomeLayout.of(home), [date.fromisoformat(day)]):
+        command = subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
+                                    day, "--parallel", "1"], env={**os.environ, **env}, stdout=said,
+                                   stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while not any(r.waits for r in this_run()):
+            assert command.poll() is None and time.monotonic() < deadline, said.read()
+            time.sleep(0.5)
+        released = time.time()
+    assert command.wait(300) == 0, (tmp_path / "run.log").read_text()
+    [run] = this_run()
+    assert run.run.status == dg.DagsterRunStatus.SUCCESS
+    assert run.waits == [f"another run of {day} is in progress; waiting for it to finish before computing the day"]
+    assert run.steps and min(step.started for step in run.steps) > released
+
+
+def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generated: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    with RedisServer.start() as gone:
+        pass  # started, then stopped: nothing answers on its port any more
+    home = copy_of(generated, tmp_path, "home")
+    done = tokenledger("run", "--home", str(home), "--start", START, "--parallel", "1",
+                       env=celery_env(home, gone.url()))
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert f"{START}  FAILED" in said and "Traceback" not in said and gone.password not in said
+
+    [run] = executed(home, monkeypatch)
+    assert run.run.status == dg.DagsterRunStatus.FAILURE and run.steps == []
+    with instance_of(home, monkeypatch) as instance:
+        events = [e.dagster_event for e in instance.all_logs(run.run.run_id) if e.dagster_event]
+    assert not any(e.event_type_value == "STEP_START" for e in events)
+    failure = next(e for e in events if e.event_type_value == "PIPELINE_FAILURE").event_specific_data.error
+    assert failure.message.strip() == (
+        f"tokenledger.errors.EnvironmentProblem: cannot reach the Celery broker 127.0.0.1:{gone.port} that "
+        f"{BROKER_ENV} names (Error 111 connecting to 127.0.0.1:{gone.port}. Connection refused.): check that the "
+        "broker is running and accepts connections from this machine on that host and port (Redis: redis-cli -h "
+        f"HOST -p PORT ping) and the URL in {BROKER_ENV}, then re-run; or unset {EXECUTOR_ENV} to execute the steps "
+        "in the run's own process")
+    assert not (home / "exports").exists() or not any((home / "exports").rglob("*.parquet"))
+
+
+def test_a_step_refuses_a_run_of_another_home(home: Path) -> None:
+    """A worker computes in the home its own TOKENLEDGER_HOME names: a step of a run of another home (the tags its
+    orchestrating process gave the run) fails at once instead of computing there."""
+    from pipelines.definitions import defs
+
+    run_id = str(uuid.uuid4())
+    result = defs.resolve_job_def("daily_pipeline").execute_in_process(
+        run_id=run_id, partition_key="2026-11-16", tags={HOME_TAG: "/srv/ledger-elsewhere", HELD_TAG: run_id},
+        raise_on_error=False, asset_selection=[dg.AssetKey(["core", "deployments_daily"])])
+    assert not result.success
+    refused = next(e for e in result.all_events if e.event_type_value == "RESOURCE_INIT_FAILURE")
+    assert refused.event_specific_data.error.message.startswith(
+        f"tokenledger.errors.LedgerError: run {result.run_id[:8]} computes the home /srv/ledger-elsewhere, but this "
+        f"process's TOKENLEDGER_HOME is {home}: a worker computes in the home of its own environment")
+    assert not (home / "lake").exists()
