@@ -14,6 +14,7 @@ so they run in `make test-distributed`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -249,24 +250,31 @@ def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generat
     with RedisServer.start() as gone:
         pass  # started, then stopped: nothing answers on its port any more
     home = copy_of(generated, tmp_path, "home")
+    reason = (f"cannot reach the Celery broker 127.0.0.1:{gone.port} that {BROKER_ENV} names (Error 111 connecting "
+              f"to 127.0.0.1:{gone.port}. Connection refused.): check that the broker is running and accepts "
+              "connections from this machine on that host and port (Redis: redis-cli -h HOST -p PORT ping) and the "
+              f"URL in {BROKER_ENV}, then re-run; or unset {EXECUTOR_ENV} to execute the steps in the run's own "
+              "process")
+    # The command checks the broker before it submits anything: one line, exit 2, no run.
     done = tokenledger("run", "--home", str(home), "--start", START, "--parallel", "1",
                        env=celery_env(home, gone.url()))
-    said = done.stdout + done.stderr
-    assert done.returncode == 1, said
-    assert f"{START}  FAILED" in said and "Traceback" not in said and gone.password not in said
-
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"error: {reason}\n")
+    assert executed(home, monkeypatch) == []
+    # A run launched otherwise (the schedule, the sensor, the UI: here the Dagster CLI) checks it too, before any
+    # step, and fails with the same line.
+    launched = subprocess.run([sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-j",
+                               "daily_pipeline", "--tags", json.dumps({"dagster/partition": START})],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, **celery_env(home, gone.url())})
+    said = launched.stdout + launched.stderr
+    assert launched.returncode != 0 and gone.password not in said
     [run] = executed(home, monkeypatch)
     assert run.run.status == dg.DagsterRunStatus.FAILURE and run.steps == []
     with instance_of(home, monkeypatch) as instance:
         events = [e.dagster_event for e in instance.all_logs(run.run.run_id) if e.dagster_event]
     assert not any(e.event_type_value == "STEP_START" for e in events)
     failure = next(e for e in events if e.event_type_value == "PIPELINE_FAILURE").event_specific_data.error
-    assert failure.message.strip() == (
-        f"tokenledger.errors.EnvironmentProblem: cannot reach the Celery broker 127.0.0.1:{gone.port} that "
-        f"{BROKER_ENV} names (Error 111 connecting to 127.0.0.1:{gone.port}. Connection refused.): check that the "
-        "broker is running and accepts connections from this machine on that host and port (Redis: redis-cli -h "
-        f"HOST -p PORT ping) and the URL in {BROKER_ENV}, then re-run; or unset {EXECUTOR_ENV} to execute the steps "
-        "in the run's own process")
+    assert failure.message.strip() == f"tokenledger.errors.EnvironmentProblem: {reason}"
     assert not (home / "exports").exists() or not any((home / "exports").rglob("*.parquet"))
 
 

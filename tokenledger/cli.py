@@ -408,6 +408,10 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     from tokenledger.publishing import exclusive
 
     _check_range(start, end, end_given)
+    if parallel and os.environ.get("TOKENLEDGER_EXECUTOR", "").strip() == "celery":
+        from pipelines.executors import BROKER_ENV, check_broker
+
+        check_broker(os.environ.get(BROKER_ENV, ""))  # one line and exit 2 before anything is submitted
     if days_per_run is None:
         days = (end - start).days + 1
         days_per_run = min(DAYS_PER_RUN, -(-days // parallel)) if parallel else DAYS_PER_RUN
