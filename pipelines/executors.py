@@ -8,11 +8,15 @@
                   TOKENLEDGER_CELERY_BROKER, the result backend TOKENLEDGER_CELERY_BACKEND (default: the broker's
                   rpc:// replies). Needs the `celery` extra, an instance every worker can reach (the Postgres instance)
                   and a home every worker sees at the same path.
+    k8s           each step a Kubernetes Job of its own (dagster_k8s.k8s_job_executor), in the run's image and
+                  namespace; its config (resources, max_concurrent, ...) goes under `execution: config:` of the run
+                  config. Needs the `k8s` extra, a cluster, the Postgres instance and a home in a bucket
+                  (docs/deploying.md, "Kubernetes": not run by the tests, which have no cluster).
 
 The broker's URL (which may hold a password) is never in the code or the run config: the executor's config names the
 variables (Dagster's `env:` form), read by the process that runs the job. See docs/deploying.md.
 
-Under both of the last two, the process orchestrating a run holds it (its run record and day locks,
+Under the last three, the process orchestrating a run holds it (its run record and day locks,
 pipelines/resources.py) from its first step to its last, as a run's own process does under in_process, and tags it so
 that its steps hold nothing: two steps of one run never wait on each other's lock. A Celery run first connects to its
 broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`).
@@ -32,7 +36,7 @@ from tokenledger.errors import ConfigError, EnvironmentProblem
 EXECUTOR_ENV = "TOKENLEDGER_EXECUTOR"
 BROKER_ENV = "TOKENLEDGER_CELERY_BROKER"
 BACKEND_ENV = "TOKENLEDGER_CELERY_BACKEND"
-EXECUTORS = ("in_process", "multiprocess", "celery")
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 # How long a run waits for its broker to answer before failing.
 BROKER_TIMEOUT_S = 5
 
@@ -46,6 +50,13 @@ def executor_from_env(env: Mapping[str, str] = os.environ) -> dg.ExecutorDefinit
         return _held_by_orchestrator(dg.multiprocess_executor)
     if name == "celery":
         return _celery(env)
+    if name == "k8s":
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ImportError:
+            raise ConfigError(f"{EXECUTOR_ENV}=k8s needs dagster-k8s, which is not installed: pip install "
+                              f"'tokenledger[k8s]', or unset {EXECUTOR_ENV}") from None
+        return _held_by_orchestrator(k8s_job_executor)
     raise ConfigError(f"{EXECUTOR_ENV}={name!r} is not an executor tokenledger knows: set it to one of "
                       f"{', '.join(EXECUTORS)} (in_process is the default), or unset it")
 

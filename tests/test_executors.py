@@ -1,5 +1,5 @@
 """TOKENLEDGER_EXECUTOR chooses where a run's steps execute (pipelines/executors.py): in the run's process (the
-default), a process per step, or Celery workers; anything else is one line saying what to set."""
+default), a process per step, Celery workers or Kubernetes Jobs; anything else is one line saying what to set."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ def test_the_default_is_the_run_process() -> None:
 
 def test_an_unknown_executor_names_the_ones_there_are() -> None:
     with pytest.raises(ConfigError) as raised:
-        executor_from_env({"TOKENLEDGER_EXECUTOR": "k8s"})
-    assert str(raised.value) == ("TOKENLEDGER_EXECUTOR='k8s' is not an executor tokenledger knows: set it to one of "
-                                 "in_process, multiprocess, celery (in_process is the default), or unset it")
+        executor_from_env({"TOKENLEDGER_EXECUTOR": "kubernetes"})
+    assert str(raised.value) == ("TOKENLEDGER_EXECUTOR='kubernetes' is not an executor tokenledger knows: set it to "
+                                 "one of in_process, multiprocess, celery, k8s (in_process is the default), or unset "
+                                 "it")
 
 
 def test_celery_needs_its_broker_named_and_reads_its_url_where_the_run_executes(
@@ -40,3 +41,13 @@ def test_celery_needs_its_broker_named_and_reads_its_url_where_the_run_executes(
     assert not unresolved.success and 'environment variable "TOKENLEDGER_CELERY_BROKER"' in str(unresolved.errors)
     monkeypatch.setenv("TOKENLEDGER_CELERY_BROKER", url)
     assert executor.apply_config_mapping({}).value["config"]["broker"] == url
+
+
+def test_k8s_runs_each_step_as_a_kubernetes_job_held_by_the_run() -> None:
+    executor = executor_from_env({"TOKENLEDGER_EXECUTOR": "k8s"})
+    # dagster-k8s's executor (a Job per step), wrapped so that the run's own pod holds its day locks.
+    from dagster_k8s import k8s_job_executor
+
+    assert executor.name == k8s_job_executor.name == "k8s"
+    assert executor is not k8s_job_executor
+    assert executor.config_schema.as_field().config_type.fields.keys() >= {"job_namespace", "max_concurrent"}
