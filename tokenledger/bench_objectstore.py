@@ -459,14 +459,10 @@ def run(files: Files, options: list[str], repeats: int) -> dict:
         os.environ.update(server.env())
         upload(server, files)
         results["facts"] = facts(server, files)
-        ready = []
-        for option in options:
-            reason = unavailable(option)
-            if reason:
-                print(f"{option}: skipped, {reason}", flush=True)
-                results["options"][option] = {"skipped": reason}
-            else:
-                ready.append(option)
+        skipped = {option: reason for option in options if (reason := unavailable(option))}
+        for option, reason in skipped.items():
+            print(f"{option}: skipped, {reason}", flush=True)
+        ready = [option for option in options if option not in skipped]
         runs: dict[tuple[str, str], list[dict]] = {(o, w): [] for o in ready for w in WORKLOADS}
         # Round by round, every option in turn: other processes on the machine load each one as they load local.
         for i in range(repeats):
@@ -474,8 +470,8 @@ def run(files: Files, options: list[str], repeats: int) -> dict:
                 for option in ready:
                     runs[option, workload].append(child(option, workload, i, files, server))
                     print(f"{option} {workload} #{i + 1}: {runs[option, workload][-1]}"[:300], flush=True)
-    for (option, workload), done in runs.items():
-        results["options"].setdefault(option, {})[workload] = summary(done)
+    results["options"] = {option: {"skipped": skipped[option]} if option in skipped else
+                          {workload: summary(runs[option, workload]) for workload in WORKLOADS} for option in options}
     return results
 
 
@@ -492,14 +488,17 @@ def child(option: str, workload: str, repeat: int, files: Files, server: S3Serve
 
 
 def summary(runs: list[dict]) -> dict:
-    """The median of the runs that succeeded; the first error and how many runs failed with one."""
+    """The median of the runs that succeeded, and their answer if they agree (a reader that loses bytes can also
+    return a wrong count rather than fail); the first error and how many runs failed with one."""
     ok, failed = [r for r in runs if "error" not in r], [r for r in runs if "error" in r]
     out: dict[str, Any] = {"runs_s": [r["seconds"] for r in ok], "load_1min": [r["load"] for r in runs]}
     if failed:
         out.update(failed=f"{len(failed)} of {len(runs)}", error=failed[0]["error"])
     if ok:
         out.update(median_s=statistics.median(out["runs_s"]), peak_rss_mb=max(r["peak_rss_mb"] for r in ok),
-                   base_rss_mb=ok[0]["base_rss_mb"], answer=ok[0]["answer"])
+                   base_rss_mb=ok[0]["base_rss_mb"])
+        answers = {json.dumps(r["answer"]) for r in ok}
+        out["answer"] = ok[0]["answer"] if len(answers) == 1 else f"the runs disagree: {sorted(answers)}"
     return out
 
 
