@@ -527,7 +527,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
         from tokenledger.publishing import pull_published
 
         layout.home.mkdir(parents=True, exist_ok=True)
-        if not pull_published(layout):
+        if not pull_published(layout):  # connect() pulls the core tables too
             raise LedgerError(f"{layout.remote.url} has published nothing yet: run a day first (tokenledger run "
                               f"--home {layout.remote.url} --start YYYY-MM-DD).")
     elif not layout.warehouse.exists():

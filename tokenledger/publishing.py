@@ -338,13 +338,12 @@ def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | No
     return new
 
 
-def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = frozenset(),
-            number: int | None = None) -> Path:
+def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = frozenset()) -> Path:
     """Build a version holding `files` (path in the version -> a file to hard-link, or to move when in `moved`), then
     replace `current` with it in one rename; returns it. Called under the publishing lock."""
     root = layout.published
     current = current_version(layout)
-    number = number or max((_version_number(v) or 0 for v in _versions(layout)), default=0) + 1
+    number = max((_version_number(v) or 0 for v in _versions(layout)), default=0) + 1
     new = root / f"{VERSION_PREFIX}{number:06d}"
     if new.exists():
         shutil.rmtree(new)
@@ -382,7 +381,8 @@ def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = fro
 # --- a home on object storage ------------------------------------------------------------------------------------
 
 REMOTE_MANIFEST = ".manifest.json"  # in a local version of a remote home: the manifest it was pulled from
-PULLED = (EXPORTS, REPORTS)  # what a work folder pulls of the published versions (the core tables stay remote)
+# What a work folder pulls of the published versions; the core tables only for the warehouse (`core=True`).
+PULLED = (f"{EXPORTS}/", f"{REPORTS}/")
 
 
 def pulled_manifest(layout: HomeLayout) -> dict[str, Any]:
@@ -392,22 +392,26 @@ def pulled_manifest(layout: HomeLayout) -> dict[str, Any]:
     return json.loads(path.read_text()) if path and path.is_file() else {"version": 0, "files": {}}
 
 
-def pull_published(layout: HomeLayout) -> int:
-    """Make the work folder's current version the bucket's published one, exports and reports (files already
-    pulled are hard-linked from the previous local version, the others downloaded); returns its version number."""
+def pull_published(layout: HomeLayout, core: bool = False) -> int:
+    """Make the work folder's current version the bucket's published one: its exports and reports, and with `core`
+    its core tables too (what the warehouse's core views read; the steps never need them). Files already pulled
+    are hard-linked from the previous local version, the others downloaded. Returns the version number."""
     from tokenledger import remote
 
     # Every step of a run asks: when the manifest's ETag is the one pulled last, nothing more is read.
     local = pulled_manifest(layout)
-    if local.get("etag") and current_version(layout) and remote_etag(layout) == local["etag"]:
+    if local.get("etag") and current_version(layout) and local.get("core", False) >= core and \
+            remote_etag(layout) == local["etag"]:
         return local["version"]
     manifest = remote.current_manifest(layout.remote)
     with exclusive(layout.locks / "publish.lock"):
         local = pulled_manifest(layout)
-        if local["version"] == manifest.version and local.get("etag") == manifest.etag and current_version(layout):
+        if local["version"] == manifest.version and local.get("etag") == manifest.etag and current_version(layout) \
+                and local.get("core", False) >= core:
             return manifest.version
         current = current_version(layout)
-        wanted = {rel: entry for rel, entry in manifest.files.items() if rel.split("/", 1)[0] in PULLED}
+        pulled = (*PULLED, f"{LAKE}/core/") if core else PULLED
+        wanted = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(pulled)}
         kept = {rel: current / rel for rel, entry in wanted.items()
                 if current and local["files"].get(rel, {}).get("key") == entry["key"] and (current / rel).is_file()}
         download = layout.published / "staging" / f"{owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
@@ -421,11 +425,10 @@ def pull_published(layout: HomeLayout) -> int:
                                       "re-run the days it holds.")
             manifest_file = download / REMOTE_MANIFEST
             manifest_file.parent.mkdir(parents=True, exist_ok=True)
-            core = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(f"{LAKE}/core/")}
             manifest_file.write_text(json.dumps({"version": manifest.version, "etag": manifest.etag,
                                                  "files": wanted, "core": core}))
-            _switch(layout, {**kept, **fetched, REMOTE_MANIFEST: manifest_file},
-                    moved={*fetched, REMOTE_MANIFEST}, number=max(manifest.version, 1))
+            # A local version number of its own: the same bucket version may be pulled again with its core tables.
+            _switch(layout, {**kept, **fetched, REMOTE_MANIFEST: manifest_file}, moved={*fetched, REMOTE_MANIFEST})
         finally:
             shutil.rmtree(download, ignore_errors=True)
     return manifest.version

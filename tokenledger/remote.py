@@ -426,25 +426,12 @@ def _lake_day(relative: str) -> str:
     return parts[3] if len(parts) == 5 else ""
 
 
-# --- reading the bucket from DuckDB ------------------------------------------------------------------------------
-
-def register_filesystem(con: Any) -> None:
-    """Let DuckDB read s3:// paths of this environment's object store: pyarrow's S3 filesystem (which reads the
-    credentials, region and AWS_ENDPOINT_URL from the environment) registered as an fsspec filesystem, since
-    DuckDB's own httpfs extension is not installable here (docs/decisions.md, "A home on object storage")."""
-    from fsspec.implementations.arrow import ArrowFSWrapper
-
-    class _S3(ArrowFSWrapper):
-        protocol = ("s3",)
-        root_marker = ""
-
-    if "s3" not in con.list_filesystems():
-        con.register_filesystem(_S3(arrow_filesystem()))
-
+# --- reading the bucket ------------------------------------------------------------------------------------------
 
 def arrow_filesystem() -> Any:
-    """pyarrow's S3 filesystem of this environment. Its constructor reads the credentials and the region from the
-    environment but not AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here."""
+    """pyarrow's S3 filesystem of this environment, for reading a bucket home's exports as Arrow datasets (which
+    DuckDB and pandas query). Its constructor reads the credentials and the region from the environment but not
+    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here."""
     from urllib.parse import urlparse
 
     from pyarrow import fs

@@ -44,7 +44,6 @@ from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.errors import LedgerError
 from tokenledger.paths import HomeLayout, url_safe_folder
 from tokenledger.publishing import CURRENT, EXPORTS, LAKE, exclusive
-from tokenledger.remote import register_filesystem
 
 PENDING_QUARANTINE = TableRef("quality", "quarantine_pending")
 
@@ -153,9 +152,8 @@ WRONG_HOME = ("this warehouse's views read files relative to their tokenledger h
               "home folder, or SET file_search_path = '<the home>' (tokenledger.warehouse.connect does).")
 
 
-def _view(ref: TableRef, pattern: str | list[str], marker: str, day_in_path: bool = False) -> str:
-    """A view over the files `pattern` (relative to the home; or a list of s3:// URLs) matches, read only when
-    resolved in its own home.
+def _view(ref: TableRef, pattern: str, marker: str, day_in_path: bool = False) -> str:
+    """A view over the files `pattern` (relative to the home) matches, read only when resolved in its own home.
 
     A published table's files hold every column but `day`, which their folder names give (hive partitioning,
     typed DATE, listed first as in the contract); the core tables and the lake's quarantine hold `day` themselves."""
@@ -163,22 +161,15 @@ def _view(ref: TableRef, pattern: str | list[str], marker: str, day_in_path: boo
     columns = "day, * EXCLUDE (day)" if day_in_path else "*"
     guard = (f"SELECT CASE WHEN count(*) > 0 THEN true ELSE error({_quote(WRONG_HOME.format(marker=marker))}) END "
              f"FROM glob({_quote(marker)})")
-    files = _quote(pattern) if isinstance(pattern, str) else "[" + ", ".join(_quote(p) for p in pattern) + "]"
-    return (f"CREATE OR REPLACE VIEW {ref.qualified} AS SELECT {columns} FROM read_parquet({files}, "
+    return (f"CREATE OR REPLACE VIEW {ref.qualified} AS SELECT {columns} FROM read_parquet({_quote(pattern)}, "
             f"union_by_name = true, hive_partitioning = {hive}) WHERE ({guard})")
 
 
-def _remote_core_files(layout: HomeLayout) -> dict[str, list[str]]:
-    """A remote home's published core tables, as the s3:// URLs of their files in the manifest last pulled: the
-    request-level tables stay in the bucket (the work folder pulls only exports and reports), read through the
-    filesystem `connect` registers."""
-    from tokenledger.publishing import pulled_manifest
+def _known_views() -> set[str]:
+    from tokenledger.trend import TREND
+    from tokenledger.whatif import TRACES
 
-    files: dict[str, list[str]] = {}
-    for relative, entry in sorted(pulled_manifest(layout).get("core", {}).items()):
-        _lake, schema, name, *_ = relative.split("/")
-        files.setdefault(f"{schema}.{name}", []).append(layout.remote.where(entry["key"]))
-    return files
+    return {ref.qualified for ref in (*CORE_TABLES, *PUBLISHED_TABLES, TREND, TableRef(*TRACES), PENDING_QUARANTINE)}
 
 
 def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
@@ -192,11 +183,8 @@ def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
     # Relative to the home: .published/current/exports is what exports/ shows (exports may be configured elsewhere).
     relative_current = f"{layout.published.name}/{CURRENT}"
     statements = []
-    remote_core = _remote_core_files(layout) if layout.remote is not None else {}
     for ref in CORE_TABLES:
-        if ref.qualified in remote_core:
-            statements.append((ref.qualified, _view(ref, remote_core[ref.qualified], marker)))
-        elif _has_days(current / LAKE / ref.schema / ref.name):
+        if _has_days(current / LAKE / ref.schema / ref.name):
             statements.append((ref.qualified, _view(
                 ref, f"{relative_current}/{LAKE}/{ref.schema}/{ref.name}/day=*/{lake.DATA_FILE}", marker)))
     for ref in PUBLISHED_TABLES:
@@ -231,25 +219,21 @@ def refresh_views(layout: HomeLayout, resource: WarehouseResource | None = None)
         with resource.get_connection() as con:
             # Creating a view reads its files: resolve them in this home whatever the resource was given.
             con.execute(f"SET file_search_path = {_quote(str(search_folder(layout)))}")
-            if layout.remote is not None:
-                register_filesystem(con)
             for schema in sorted({name.split(".")[0] for name in names}):
                 con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             for _, sql in statements:
                 con.execute(sql)
+            # A view of tokenledger's whose table has no file any more (a bucket home's core tables, which only
+            # tokenledger.warehouse.connect pulls) is dropped rather than left failing; other views are the user's.
+            existing = {f"{schema}.{name}" for schema, name in con.execute(
+                "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+            for gone in sorted((existing & _known_views()) - set(names)):
+                con.execute(f"DROP VIEW {gone}")
     except WarehouseLocked as exc:
         return ViewRefresh(names, refreshed=False,
                            problem=f"the warehouse views were not refreshed: {exc}. The exports are published; "
                                    "close that connection (or open the warehouse read-only) and run any day again "
                                    "to refresh them.")
-    except duckdb.IOException as exc:
-        if layout.remote is None:
-            raise
-        # The core views of a remote home read the bucket: the exports are published whether or not it answers.
-        return ViewRefresh(names, refreshed=False,
-                           problem=f"the warehouse views were not refreshed: reading {layout.remote.url} failed "
-                                   f"({str(exc).splitlines()[0]}). The exports are published; check the bucket and "
-                                   "AWS_ENDPOINT_URL, then run any day again (or tokenledger sql) to refresh them.")
     digest_file.write_text(digest + "\n")
     return ViewRefresh(names, refreshed=True)
 
@@ -264,16 +248,13 @@ def connect(home: HomeLayout | str | Path, read_only: bool = True) -> duckdb.Duc
     """The home's warehouse, its views reading this home from whatever folder the process runs in. Views written
     by an earlier tokenledger (absolute paths, perhaps of the home this one was copied from) are rewritten first."""
     layout = home if isinstance(home, HomeLayout) else HomeLayout.of(home)
-    if layout.remote is not None:  # the bucket's published version, then views over it
+    if layout.remote is not None:  # the bucket's published version, core tables included, then views over it
         from tokenledger.publishing import pull_published
 
         layout.home.mkdir(parents=True, exist_ok=True)
-        pull_published(layout)
+        pull_published(layout, core=True)
     views = refresh_views(layout)
     if views.problem:
         raise LedgerError(views.problem)
-    con = duckdb.connect(str(layout.warehouse), read_only=read_only,
-                         config={"file_search_path": str(search_folder(layout))})
-    if layout.remote is not None:
-        register_filesystem(con)
-    return con
+    return duckdb.connect(str(layout.warehouse), read_only=read_only,
+                          config={"file_search_path": str(search_folder(layout))})
