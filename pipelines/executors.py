@@ -7,7 +7,8 @@
                   pipelines.celery_app worker`; dagster_celery.celery_executor): the broker is
                   TOKENLEDGER_CELERY_BROKER, the result backend TOKENLEDGER_CELERY_BACKEND (default: the broker's
                   rpc:// replies). Needs the `celery` extra, an instance every worker can reach (the Postgres instance)
-                  and a home every worker sees at the same path.
+                  and a home every worker sees at the same path. A step whose worker dies is executed again by
+                  another (`celery_settings`).
     k8s           each step a Kubernetes Job of its own (dagster_k8s.k8s_job_executor), in the run's image and
                   namespace; its config (resources, max_concurrent, ...) goes under `execution: config:` of the run
                   config. Needs the `k8s` extra, a cluster, the Postgres instance and a home in a bucket
@@ -36,7 +37,11 @@ from tokenledger.errors import ConfigError, EnvironmentProblem
 EXECUTOR_ENV = "TOKENLEDGER_EXECUTOR"
 BROKER_ENV = "TOKENLEDGER_CELERY_BROKER"
 BACKEND_ENV = "TOKENLEDGER_CELERY_BACKEND"
+VISIBILITY_ENV = "TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT"
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
+# How long a step's task may go unacknowledged before the broker hands it to another worker: Celery's own default for
+# Redis. It must exceed the longest step, or a step still executing is handed out a second time.
+VISIBILITY_TIMEOUT_S = 3600
 # How long a run waits for its broker to answer before failing.
 BROKER_TIMEOUT_S = 5
 
@@ -71,10 +76,39 @@ def _celery(env: Mapping[str, str]) -> dg.ExecutorDefinition:
     if not env.get(BROKER_ENV, "").strip():
         raise ConfigError(f"{EXECUTOR_ENV}=celery needs {BROKER_ENV}, the Celery broker the workers listen to (for "
                           f"example redis://127.0.0.1:6379/0); set it, or unset {EXECUTOR_ENV}")
-    config: dict = {"broker": {"env": BROKER_ENV}}
+    config: dict = {"broker": {"env": BROKER_ENV}, "config_source": celery_settings(env)}
     if env.get(BACKEND_ENV, "").strip():
         config["backend"] = {"env": BACKEND_ENV}
     return _held_by_orchestrator(celery_executor).configured(config, name="celery")
+
+
+def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
+    """The Celery settings the runs and the workers share (dagster-celery's `config_source`, over its defaults): a step
+    whose worker dies (SIGKILL, out of memory, its machine lost) goes back on the broker and is executed again by
+    the next worker that takes it, instead of its run waiting forever for a result no worker will send.
+
+    A step's task is acknowledged once the step has ended (`task_acks_late`; under the solo pool Celery's early
+    acknowledgement already waited for that), so the broker still holds the task of a worker that died. Redis hands
+    such a task out again once it has been unacknowledged for TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds
+    (`visibility_timeout`), looked for every 10 s by each worker (`unacked_restore_throttle`: kombu's default looks
+    every 100 s). A pool whose child process dies (prefork) hands its task back at once
+    (`task_reject_on_worker_lost`) instead of failing the step with WorkerLostError. Executing a step again is what
+    re-running its day does after a killed run (tests/test_faults_operations.py), and publishing a day is one atomic
+    switch that leaves what readers see as it was until it is made (tokenledger/publishing.py)."""
+    from dagster_celery.defaults import broker_transport_options
+
+    raw = env.get(VISIBILITY_ENV, "").strip()
+    if not raw:
+        timeout = VISIBILITY_TIMEOUT_S
+    elif raw.isdigit() and int(raw) > 0:
+        timeout = int(raw)
+    else:
+        raise ConfigError(f"{VISIBILITY_ENV}={raw!r} is not a number of seconds: set it to how long a step's task may "
+                          "go unacknowledged before another worker executes it again, longer than the longest step "
+                          f"(the default, when unset, is {VISIBILITY_TIMEOUT_S})")
+    return {"task_acks_late": True, "task_reject_on_worker_lost": True,
+            "broker_transport_options": {**broker_transport_options, "visibility_timeout": timeout,
+                                         "unacked_restore_throttle": 1}}
 
 
 def _held_by_orchestrator(definition: dg.ExecutorDefinition) -> dg.ExecutorDefinition:

@@ -7,17 +7,21 @@ launches their orchestrating processes, which hand each step to the broker. The 
 for row, those of the same days run in one process on a copy of the home, and the instance's event log must show
 steps executed by both workers, two steps of one run at once: the run is held (its day locks) by its orchestrating
 process, not by each step, which would make the steps of one run wait on each other; a run whose day another holds
-hands out no step until the day is free. A broker that is gone fails a run before any step, with one line naming it
-and what to check, and a step of a run of another home is refused. These start real brokers, workers and daemons,
+hands out no step until the day is free. A worker killed with SIGKILL in the middle of publishing a day leaves what
+readers see as it was; the broker hands the step to another worker once its visibility timeout has passed, and that
+worker publishes the day again. A broker that is gone fails a run before any step, with one line naming it and what
+to check, and a step of a run of another home is refused. These start real brokers, workers and daemons,
 so they run in `make test-distributed`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -32,10 +36,11 @@ import dagster as dg
 import duckdb
 import pytest
 
-from pipelines.executors import BROKER_ENV, EXECUTOR_ENV
+from pipelines.executors import BROKER_ENV, EXECUTOR_ENV, VISIBILITY_ENV
 from pipelines.resources import HELD_TAG, HOME_TAG
 from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
 from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.housekeeping import day_locks
 from tokenledger.paths import PROJECT_ROOT, HomeLayout
 from tokenledger.trend import TREND
@@ -46,6 +51,10 @@ pytestmark = pytest.mark.distributed
 START, END = "2026-11-02", "2026-11-07"
 WORKERS = ("tokenledger-a", "tokenledger-b")
 READY_S = 60
+# The broker's visibility timeout in the test of a killed worker, how long its step waits to be handed out again:
+# above the longest step here (about 2 s), so no step still executing is handed out again; short, so the test waits
+# little.
+VISIBILITY_S = 15
 
 
 def tokenledger(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -76,13 +85,14 @@ def copy_of(generated: Path, tmp_path: Path, name: str) -> Path:
 
 
 @contextmanager
-def celery_workers(env: dict[str, str], logs: Path) -> Iterator[dict[str, int]]:
-    """The WORKERS, each a `celery worker` process of its own executing one task at a time; their pids by name once
-    each says it is ready, stopped (warm shutdown) after."""
+def celery_workers(env: dict[str, str], logs: Path, names: tuple[str, ...] = WORKERS
+                   ) -> Iterator[dict[str, subprocess.Popen]]:
+    """The workers `names`, each a `celery worker` process of its own executing one task at a time; their processes
+    by name once each says it is ready, stopped (warm shutdown) after."""
     logs.mkdir(parents=True, exist_ok=True)
     started: dict[str, subprocess.Popen] = {}
     try:
-        for name in WORKERS:
+        for name in names:
             with (logs / f"{name}.log").open("wb") as sink:
                 started[name] = subprocess.Popen(
                     [sys.executable, "-m", "celery", "-A", "pipelines.celery_app", "worker", "--hostname",
@@ -97,7 +107,7 @@ def celery_workers(env: dict[str, str], logs: Path) -> Iterator[dict[str, int]]:
                 assert process.poll() is None, f"worker {name} exited: {said[-3000:]}"
                 assert time.monotonic() < deadline, f"worker {name} not ready within {READY_S} s: {said[-3000:]}"
                 time.sleep(0.2)
-        yield {name: process.pid for name, process in started.items()}
+        yield started
     finally:
         for process in started.values():
             process.terminate()
@@ -177,8 +187,8 @@ def cluster(generated: Path, tmp_path_factory: pytest.TempPathFactory,
     share, the workers' pids by name."""
     home = copy_of(generated, tmp_path_factory.mktemp("cluster"), "home")
     env = celery_env(home, redis_server.url())
-    with celery_workers(env, home.parent / "workers") as pids:
-        yield home, env, pids
+    with celery_workers(env, home.parent / "workers") as workers:
+        yield home, env, {name: process.pid for name, process in workers.items()}
 
 
 def test_a_backfill_on_two_celery_workers_publishes_what_one_process_publishes(
@@ -243,6 +253,80 @@ def test_a_run_hands_out_no_step_while_another_run_holds_its_day(
     assert run.run.status == dg.DagsterRunStatus.SUCCESS
     assert run.waits == [f"another run of {day} is in progress; waiting for it to finish before computing the day"]
     assert run.steps and min(step.started for step in run.steps) > released
+
+
+def what_readers_see(home: Path) -> tuple[str, dict[str, str]]:
+    """The version `.published/current` names and the sha256 of every file readers reach under exports/ and
+    reports/."""
+    files = {}
+    for top in ("exports", "reports"):
+        for folder, _, names in os.walk(home / top, followlinks=True):
+            for name in names:
+                path = Path(folder, name)
+                files[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return os.readlink(home / ".published" / "current"), files
+
+
+def test_a_worker_killed_while_publishing_leaves_the_day_as_it_was_and_another_worker_publishes_it(
+        generated: Path, tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed with SIGKILL right before the day's publication switch leaves what readers see byte for byte
+    as it was; the broker hands the step's task, never acknowledged, to the other worker once the visibility timeout
+    has passed (pipelines/executors.py, `celery_settings`), which publishes the day again, and the command ends.
+
+    Only the doomed worker (TOKENLEDGER_FAILPOINT=publish:before-switch) serves the run until it dies, so it is the
+    one that takes the publish step; the other starts after. Their broker is a database of its own, away from the
+    module's two workers."""
+    day, doomed, survivor = "2026-11-04", "tokenledger-doomed", "tokenledger-survivor"
+    home = copy_of(generated, tmp_path, "home")
+    first = tokenledger("run", "--home", str(home), "--start", day,
+                        env={"TOKENLEDGER_HOME": str(home), "DAGSTER_HOME": str(home / ".dagster")})
+    assert first.returncode == 0, first.stdout + first.stderr
+    before, rows = what_readers_see(home), published(home)
+    assert before[1] and rows["finance.cost_per_mtok_daily"]
+    env = {**celery_env(home, redis_server.url(db=1)), VISIBILITY_ENV: str(VISIBILITY_S)}
+    logs = tmp_path / "workers"
+
+    with (tmp_path / "run.log").open("w") as sink, \
+            celery_workers({**env, FAILPOINT: "publish:before-switch"}, logs, (doomed,)) as doomed_worker:
+        command = subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
+                                    day, "--parallel", "1"], env={**os.environ, **env}, stdout=sink,
+                                   stderr=subprocess.STDOUT)
+        try:
+            assert doomed_worker[doomed].wait(180) == -signal.SIGKILL, (logs / f"{doomed}.log").read_text()
+            killed = time.monotonic()
+            assert what_readers_see(home) == before
+            with celery_workers(env, logs, (survivor,)):
+                # Nothing else of the run is left to execute: the survivor's first task is the publish step again.
+                while "] received" not in (logs / f"{survivor}.log").read_text(errors="replace"):
+                    assert what_readers_see(home) == before
+                    assert command.poll() is None, (tmp_path / "run.log").read_text()
+                    assert time.monotonic() - killed < VISIBILITY_S + 90, "the publish step was not handed out again"
+                    time.sleep(0.2)
+                assert command.wait(180) == 0, (tmp_path / "run.log").read_text()
+        finally:
+            if command.poll() is None:  # a failed assertion: the command stops its runs and its daemon on SIGINT
+                command.send_signal(signal.SIGINT)
+                command.wait(60)
+    said = (tmp_path / "run.log").read_text()
+    assert f"{day}  published" in said and "FAILED" not in said
+
+    # The day is published again, with the same rows, through a new version.
+    after = what_readers_see(home)
+    assert after[0] != before[0] and set(after[1]) == set(before[1])
+    assert published(home) == rows
+    [run] = [r for r in executed(home, monkeypatch) if any(step.worker for step in r.steps)]  # not the first run
+    assert run.run.status == dg.DagsterRunStatus.SUCCESS
+    with instance_of(home, monkeypatch) as instance:
+        entries = instance.all_logs(run.run.run_id)
+    handed = [(e.timestamp, e.dagster_event.engine_event_data.metadata["Celery worker"].value.split("@")[0])
+              for e in entries if e.step_key == "publish__exports" and e.dagster_event and
+              e.dagster_event.event_type_value == "ENGINE_EVENT" and
+              "Celery worker" in e.dagster_event.engine_event_data.metadata]
+    assert [worker for _, worker in handed] == [doomed, survivor]
+    # Handed out again once unacknowledged for the visibility timeout, counted from its first delivery, and found by
+    # a worker's look every 10 s (bounds loose enough for a busy host).
+    assert VISIBILITY_S - 2 < handed[1][0] - handed[0][0] < VISIBILITY_S + 40, handed
+    assert {s.worker.split("@")[0] for s in run.steps if s.key == "publish__exports"} == {survivor}
 
 
 def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generated: Path, tmp_path: Path,

@@ -3,10 +3,13 @@ default), a process per step, Celery workers or Kubernetes Jobs; anything else i
 
 from __future__ import annotations
 
+import os
+import sys
+
 import dagster as dg
 import pytest
 
-from pipelines.executors import executor_from_env
+from pipelines.executors import celery_settings, executor_from_env
 from tokenledger.errors import ConfigError
 
 
@@ -41,6 +44,42 @@ def test_celery_needs_its_broker_named_and_reads_its_url_where_the_run_executes(
     assert not unresolved.success and 'environment variable "TOKENLEDGER_CELERY_BROKER"' in str(unresolved.errors)
     monkeypatch.setenv("TOKENLEDGER_CELERY_BROKER", url)
     assert executor.apply_config_mapping({}).value["config"]["broker"] == url
+
+
+def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_step_to_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app a run builds from its executor's config (dagster-celery's core loop: make_app of its app_args) and the
+    workers' app (pipelines/celery_app.py) have the same settings: a step's task acknowledged once it has ended, and
+    handed out again after TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds unacknowledged (tests/test_celery.py kills a
+    worker)."""
+    from dagster_celery.executor import CeleryExecutor
+    from dagster_celery.make_app import make_app
+
+    url = "redis://:secret@127.0.0.1:6379/0"
+    monkeypatch.setenv("TOKENLEDGER_CELERY_BROKER", url)
+    monkeypatch.setenv("TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT", "600")
+    run_config = executor_from_env({**os.environ, "TOKENLEDGER_EXECUTOR": "celery"}).apply_config_mapping({})
+    run_app = make_app(CeleryExecutor.for_cli(broker=url, config_source=run_config.value["config"]["config_source"])
+                       .app_args())
+    monkeypatch.delitem(sys.modules, "pipelines.celery_app", raising=False)
+    from pipelines.celery_app import app as worker_app
+
+    for conf in (run_app.conf, worker_app.conf):
+        assert conf.task_acks_late is True and conf.task_reject_on_worker_lost is True
+        assert conf.worker_prefetch_multiplier == 1  # dagster-celery's: a worker holds no task it is not executing
+        # dagster-celery's connection retries kept beside them; each worker looks for such tasks every 10 s.
+        assert conf.broker_transport_options == {"max_retries": 3, "interval_start": 0, "interval_step": 0.2,
+                                                 "interval_max": 0.5, "visibility_timeout": 600,
+                                                 "unacked_restore_throttle": 1}
+    # Celery's own default for Redis when unset.
+    assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 3600
+    for bad in ("0", "-5", "1h", "2.5"):
+        with pytest.raises(ConfigError) as raised:
+            celery_settings({"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT": bad})
+        assert str(raised.value) == (
+            f"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT={bad!r} is not a number of seconds: set it to how long a step's "
+            "task may go unacknowledged before another worker executes it again, longer than the longest step (the "
+            "default, when unset, is 3600)")
 
 
 def test_k8s_runs_each_step_as_a_kubernetes_job_held_by_the_run() -> None:
