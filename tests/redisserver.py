@@ -15,9 +15,7 @@ fails: CI must run the Celery tests (.ci/run installs redis-server).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,12 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import ServerUnavailable, free_port, unavailable
+
 PASSWORD = "s3cret-redis-Pa55"
 START_TIMEOUT_S = 20
-
-
-class ServerUnavailable(RuntimeError):
-    """The Redis server could not be started here (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class RedisServer:
             import redis  # noqa: F401
         except ImportError as exc:
             raise ServerUnavailable(f"the redis client (the celery extra) is not installed ({exc})") from exc
-        server = cls("127.0.0.1", _free_port())
+        server = cls("127.0.0.1", free_port())
         with tempfile.TemporaryDirectory(prefix="tokenledger-redis-") as folder:
             log = Path(folder) / "redis.log"
             process = subprocess.Popen(
@@ -73,12 +69,6 @@ class RedisServer:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_until_up(server: RedisServer, process: subprocess.Popen, log: Path) -> None:
@@ -100,12 +90,6 @@ def _wait_until_up(server: RedisServer, process: subprocess.Popen, log: Path) ->
     raise ServerUnavailable(f"redis-server did not answer on {server.host}:{server.port} within {START_TIMEOUT_S} s")
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; CI must run the Celery tests (.ci/run installs redis-server)")
-    pytest.skip(f"{reason} (apt-get install redis-server to run them)")
-
-
 @pytest.fixture(scope="module", name="redis_server")
 def redis_server_fixture() -> Iterator[RedisServer]:
     """A real Redis server on 127.0.0.1 with a password, for the module's tests."""
@@ -113,7 +97,7 @@ def redis_server_fixture() -> Iterator[RedisServer]:
         cm = RedisServer.start()
         server = cm.__enter__()
     except ServerUnavailable as exc:
-        _unavailable(str(exc))
+        unavailable(str(exc), "the Celery tests", "apt-get install redis-server")
     try:
         yield server
     finally:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,14 +30,12 @@ from typing import Any
 
 import pytest
 
+from tests.servers import ServerUnavailable, free_port, unavailable
+
 BUCKET = "tokenledger-test"
 # moto accepts any credentials; these are what the clients are given (never real ones).
 ACCESS_KEY, SECRET_KEY, REGION = "tokenledger-test-key", "tokenledger-test-secret", "us-east-1"
 START_TIMEOUT_S = 30
-
-
-class ServerUnavailable(RuntimeError):
-    """The S3 server could not be started here (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +105,7 @@ class S3Server:
             import moto.server  # noqa: F401
         except ImportError as exc:
             raise ServerUnavailable(f"moto's server mode is not installed ({exc})") from exc
-        host, port = "127.0.0.1", _free_port()
+        host, port = "127.0.0.1", free_port()
         with tempfile.TemporaryFile() as log:
             process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -128,12 +125,6 @@ class S3Server:
                     process.kill()
                     process.wait()
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_until_up(server: S3Server, process: subprocess.Popen, log: Any) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -152,12 +143,6 @@ def _wait_until_up(server: S3Server, process: subprocess.Popen, log: Any) -> Non
     raise ServerUnavailable(f"moto's server did not answer on {server.endpoint} within {START_TIMEOUT_S} s")
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; CI must run the object-storage tests (moto[server] is in the dev extra)")
-    pytest.skip(f"{reason} (pip install -c constraints.txt -e '.[dev]' to run them)")
-
-
 @pytest.fixture(scope="session", name="s3_server")
 def s3_server_fixture() -> Iterator[S3Server]:
     """A real S3 API server on 127.0.0.1 with the bucket `tokenledger-test`, for the whole session."""
@@ -165,7 +150,8 @@ def s3_server_fixture() -> Iterator[S3Server]:
         cm = S3Server.start()
         server = cm.__enter__()
     except ServerUnavailable as exc:
-        _unavailable(str(exc))
+        unavailable(str(exc), "the object-storage tests (moto[server] is in the dev extra)",
+                    "pip install -c constraints.txt -e '.[dev]'")
     try:
         yield server
     finally:

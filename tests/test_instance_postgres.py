@@ -14,7 +14,6 @@ import io
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import duckdb
 import pytest
 
 from tests.conftest import gateway_dir, make_home, request, write_jsonl
+from tests.servers import free_port, unavailable
 from tokenledger.instance import POSTGRES_URL_ENV, POSTGRES_YAML, SQLITE_YAML
 
 DAY = "2026-11-16"
@@ -41,15 +41,7 @@ class Server:
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; CI must run the Postgres instance tests (.ci/run installs postgresql)")
-    pytest.skip(f"{reason} (apt-get install postgresql to run them)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    unavailable(reason, "the Postgres instance tests", "apt-get install postgresql")
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +67,7 @@ def postgres() -> Iterator[Server]:
     pwfile = folder / "password"
     pwfile.write_text(PASSWORD + "\n")
     os.chmod(pwfile, 0o644)
-    port, data = _free_port(), folder / "data"
+    port, data = free_port(), folder / "data"
     started = False
     try:
         subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(pwfile),
@@ -240,7 +232,7 @@ def _said(code_out_err: tuple[int, str, str]) -> tuple[int, list[str]]:
 def test_an_unreachable_server_or_a_wrong_password_fails_the_run_in_one_line(
         postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = _home(tmp_path / "home")
-    nothing_there = _free_port()
+    nothing_there = free_port()
     code, lines = _said(_run(home, monkeypatch, Server(nothing_there).url()))
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"error: cannot open the Dagster instance's PostgreSQL database 127.0.0.1:"
