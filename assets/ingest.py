@@ -2,6 +2,7 @@
 
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -10,6 +11,8 @@ from assets.daily import for_each_day
 from assets.tables import table_asset
 from pipelines.resources import LedgerResource
 from tokenledger.ingest import (
+    LINE_BY_LINE,
+    READ_JSON,
     DayWindow,
     IngestCounts,
     ingest_billing_day,
@@ -48,9 +51,17 @@ def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     Grain: day x request_id. Source: raw/gateway/dt=YYYY-MM-DD/ (*.jsonl, *.jsonl.gz, *.parquet). Rows that break
     the contract go to quality.quarantine. Definition: docs/inputs.md, Gateway request log.
     """
-    return for_each_day(
-        context, ledger, lambda con, window, scratch: _counts(ingest_gateway_day(
-            con, ledger.layout, window, scratch, idle=ledger.is_idle(window.day))))
+    def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
+        reading: dict[Path, str] = {}
+        counts = ingest_gateway_day(con, ledger.layout, window, scratch, idle=ledger.is_idle(window.day),
+                                    reading=reading)
+        line_by_line = sorted(path.name for path, how in reading.items() if how == LINE_BY_LINE)
+        # Which way each JSON Lines log was read: through DuckDB's JSON reader, or line by line (decisions.md,
+        # Ingest, "JSON Lines through DuckDB's JSON reader, line by line where it cannot be exact").
+        return {**_counts(counts), "jsonl_files_read_json": sum(how == READ_JSON for how in reading.values()),
+                "jsonl_files_line_by_line": len(line_by_line), "jsonl_read_line_by_line": ", ".join(line_by_line)}
+
+    return for_each_day(context, ledger, day_fn)
 
 
 @table_asset("core.billing_charges")

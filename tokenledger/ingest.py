@@ -17,6 +17,7 @@ takes none, or an integer too large to read exactly is quarantined, not coerced;
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -39,12 +40,14 @@ from tokenledger.duck import run_sql, sql_path, statement
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.faults import failpoint
 from tokenledger.landing import LandingFile, landing_files
+from tokenledger.lines import physical_lines
 from tokenledger.paths import HomeLayout
 from tokenledger.readers import (
     as_text,
     check_some_records,
     csv_header,
     csv_rows,
+    json_records,
     jsonl_lines,
     parquet_kind,
     parquet_schema,
@@ -262,11 +265,87 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
     return staged
 
 
-def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], target: Path,
+# Files read together by DuckDB's JSON reader in one statement, up to this many bytes on disk: planning the
+# contract's statement costs ~80 ms, which a day of small files pays once; a larger file has a statement of its own,
+# so that a file the reader refuses costs only its own reading.
+FAST_BATCH_BYTES = 16 << 20
+READ_JSON, LINE_BY_LINE = "read_json", "line by line"
+
+
+def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], stage_dir: Path,
+                         window: DayWindow | None = None, reading: dict[Path, str] | None = None) -> list[Path]:
+    """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract: first
+    through DuckDB's JSON reader (`_stage_read_json`, batches of files on as many threads as DuckDB has), then line
+    by line (`_stage_gateway_lines`) for each file that reader could not read exactly. Both give a line the same
+    row: the same text and kind of each field, the same typing and judging. `reading` gets how each file was
+    read (READ_JSON or LINE_BY_LINE), by path."""
+    batches: list[dict[int, LandingFile]] = []
+    for index, file in files.items():
+        if not batches or sum(f.path.stat().st_size for f in batches[-1].values()) >= FAST_BATCH_BYTES \
+                or file.path.stat().st_size >= FAST_BATCH_BYTES:
+            batches.append({})
+        batches[-1][index] = file
+    threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+    with ThreadPoolExecutor(max(1, min(threads, len(batches)))) as pool:
+        done = list(pool.map(lambda batch: _stage_read_json(con, batch, stage_dir, window), batches))
+    staged = [target for targets, _ in done for target in targets]
+    slow = {index: files[index] for _, left in done for index in left}
+    if reading is not None:
+        reading.update({file.path: LINE_BY_LINE if index in slow else READ_JSON for index, file in files.items()})
+    if slow:
+        staged += _stage_gateway_lines(con, slow, stage_dir / "jsonl.parquet", window)
+    return staged
+
+
+def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], stage_dir: Path,
+                     window: DayWindow | None = None, lines: dict[int, int | None] | None = None
+                     ) -> tuple[list[Path], list[int]]:
+    """Stage `files` through DuckDB's JSON reader into stage_dir/json-NNNNNN.parquet (NNNNNN: the first one's
+    file_index), on a cursor of its own. Returns the files staged and the file_indexes left to the line-by-line
+    path: a file `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on
+    (alone: a batch that fails is tried file by file), and one whose rows are not its lines one for one, or hold a
+    row without any contract field (which may have been a line `null`, which the line-by-line path quarantines as
+    not an object)."""
+    table = load_contract("gateway_request").table()
+    keep_raw, day = _day_params(window)
+    lines = lines or {index: physical_lines(file.path) for index, file in files.items()}
+    left = [index for index, count in lines.items() if count is None]
+    todo = [index for index in files if lines[index] is not None]
+    empty = " AND ".join(f"{c.name} IS NULL" for c in table.columns if c.default is None)
+    with con.cursor() as cur:
+        while todo:
+            target = stage_dir / f"json-{todo[0]:06d}.parquet"
+            relation = json_records([files[i].path for i in todo], [(c.name, c.is_list) for c in table.columns])
+            query = validation_query(table, relation, _LISTED_PASSTHROUGH, gate="line_problem", kinds=True,
+                                     keep_raw=keep_raw)
+            try:
+                _write_staged(cur, query, target, {"indexes": todo, "files": [str(files[i].path) for i in todo],
+                                                   **day})
+            except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException):
+                raise
+            except duckdb.Error:
+                target.unlink(missing_ok=True)
+                if len(todo) > 1:
+                    alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
+                    return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
+                return [], left + todo
+            rows = {index: (count, empty_rows) for index, count, empty_rows in cur.execute(
+                f"SELECT file_index, count(*), count(*) FILTER (WHERE {empty}) FROM read_parquet({sql_path(target)}) "
+                "GROUP BY ALL").fetchall()}
+            differ = [index for index in todo if rows.get(index, (0, 0)) != (lines[index], 0)]
+            if not differ:
+                return [target], left
+            target.unlink()
+            left += differ
+            todo = [index for index in todo if index not in differ]
+    return [], left
+
+
+def _stage_gateway_lines(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], target: Path,
                          window: DayWindow | None = None) -> list[Path]:
-    """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract in one
-    statement into `target`: the statement's planning and set-up, about a third of a small file's staging, is paid
-    once for all of them.
+    """Canonical gateway JSON Lines files (by file_index) read line by line (tokenledger/lines.py), typed and judged
+    by the gateway_request contract in one statement into `target`: the statement's planning and set-up, about a
+    third of a small file's staging, is paid once for all of them.
 
     When that statement fails, each file is staged again on its own (target's name with `-NNNNNN`), so the error
     names the file that caused it, exactly as a day of one file would."""
@@ -410,13 +489,14 @@ def _stage_adapted_file(con: duckdb.DuckDBPyConnection, adapter: Adapter, file: 
 
 
 def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile], stage_dir: Path,
-                        adapter: Adapter | None = None, first_index: int = 0, window: DayWindow | None = None
-                        ) -> list[Path]:
+                        adapter: Adapter | None = None, first_index: int = 0, window: DayWindow | None = None,
+                        reading: dict[Path, str] | None = None) -> list[Path]:
     """Type and judge each file by the gateway_request contract (through `adapter` for another format) into
     stage_dir/NNNNNN.parquet (NNNNNN = the file's position in the day's read order, its file_index); the canonical
-    JSON Lines files all into stage_dir/jsonl.parquet and the canonical Parquet files of one shape into
-    stage_dir/parquet-NNNNNN.parquet, their rows carrying their file_index. Returns the staged files (fewer than
-    `files` when files were staged together). With the `window` of the day the
+    JSON Lines files into stage_dir/json-NNNNNN.parquet (batches read by DuckDB's JSON reader) and
+    stage_dir/jsonl.parquet (the files read line by line; `reading` gets which way each was read) and the canonical
+    Parquet files of one shape into stage_dir/parquet-NNNNNN.parquet, their rows carrying their file_index. Returns
+    the staged files (fewer than `files` when files were staged together). With the `window` of the day the
     files are for, a canonical row keeps `raw` only where it may be quarantined (`_MAY_BE_QUARANTINED`)."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     staged = []
@@ -437,19 +517,20 @@ def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile]
     if parquet:
         staged += _stage_gateway_parquets(con, parquet, stage_dir, window)
     if jsonl:
-        staged += _stage_gateway_jsonl(con, jsonl, stage_dir / "jsonl.parquet", window)
+        staged += _stage_gateway_jsonl(con, jsonl, stage_dir, window, reading)
     return staged
 
 
 def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
-                       scratch: Path, idle: bool = False) -> list[IngestCounts]:
+                       scratch: Path, idle: bool = False, reading: dict[Path, str] | None = None
+                       ) -> list[IngestCounts]:
     """Type, judge, resolve and de-duplicate one day of requests from every source into core.gateway_requests.
 
     Sources are read in a fixed order (the canonical gateway logs, then each adapter's folder), files by name
     within each; that order decides which copy of a duplicate wins a tie. Returns a reconciliation per source:
     the canonical one always, an adapter's when its folder for the day exists. A day with no request file in any
     source stops with a LedgerError unless the user declared it `idle`: a missing upload must not be published
-    as a day without traffic."""
+    as a day without traffic. `reading` gets how each canonical JSON Lines file was read (`stage_gateway_files`)."""
     staged: list[Path] = []
     present = [CANONICAL]
     read = 0  # files of the day so far: the next source's first file_index
@@ -459,7 +540,7 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
             present.append(name)
         files = landing_files(folder, formats, title)
         staged += stage_gateway_files(con, files, scratch / "gateway" / name, adapter, first_index=read,
-                                      window=window)
+                                      window=window, reading=reading)
         read += len(files)
     if not staged and not idle:
         folders = ", ".join(str(layout.source_day_dir(name, window.day)) for name in request_sources())

@@ -143,6 +143,44 @@ def line_batches(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX
             "landing folder), then re-run the day.") from None
 
 
+def physical_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> int | None:
+    """How many lines `line_batches` gives `path`, when DuckDB's JSON reader cannot read any of them otherwise; else
+    None, and the file is read line by line.
+
+    The JSON reader skips a line of whitespace without a trace (so its rows, numbered in order, would no longer be
+    the physical lines: that is what the count is compared with) and counts a vertical tab or form feed as
+    whitespace around a record, where JSON does not. A line of `max_line` bytes or more, a file in a wide Unicode
+    encoding or a damaged gzip is left to `line_batches` too, which says what it is. Bytes are only counted here,
+    a chunk at a time: memory does not grow with the file."""
+    lines = 0
+    run = 0  # bytes since the last newline: the line being read
+    try:
+        with _open(path) as f:
+            first = True
+            while data := f.read(max_line // 2 or 1):
+                if first:
+                    if any(data.startswith(bom) for bom in _WIDE_BOMS):
+                        return None
+                    data = data[len(_UTF8_BOM):] if data.startswith(_UTF8_BOM) else data
+                    first = False
+                if b"\x0b" in data or b"\x0c" in data:
+                    return None
+                end = data.rfind(b"\n")
+                if end < 0:
+                    run += len(data)
+                else:
+                    # A chunk is shorter than max_line, so only a line running across chunks can reach it.
+                    if run + data.find(b"\n") >= max_line:
+                        return None
+                    lines += data.count(b"\n")
+                    run = len(data) - end - 1
+                if run >= max_line:
+                    return None
+    except (OSError, EOFError, zlib.error):
+        return None
+    return lines + (1 if run else 0)
+
+
 class LineStream:
     """The line batches of `paths`, one file after the other. DuckDB reports an error raised while it scans them
     as its own (an InvalidInputException holding a Python traceback): `failure` keeps the InputFileError itself,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from tokenledger.contracts import json_value_columns
 from tokenledger.duck import register_arrow, sql_path, statement
 from tokenledger.errors import InputFileError, LedgerError, environment_problem
 from tokenledger.lines import MAX_LINE_BYTES, LineStream
@@ -81,6 +82,26 @@ def jsonl_lines(con: duckdb.DuckDBPyConnection, paths: Path | list[Path]
             if stream.failure is not None:
                 raise stream.failure from None
             raise
+
+
+def json_records(paths: list[Path], fields: list[tuple[str, bool]]) -> str:
+    """A relation of every record of JSON Lines files read by DuckDB's JSON reader: source_line, line_problem (NULL),
+    file_index (the file's position in `paths`) and `<name>__text`, `<name>__kind` of each of `fields` (name, whether
+    it is a list), each field read as a JSON value so that its JSON type is kept (json_value_columns).
+
+    A row is a line only where the reader reads every line as a record or fails: `physical_lines` must have
+    counted the file, and the rows of each file be compared with that count. The reader fails on a line that is
+    not JSON, holds a NUL byte or invalid UTF-8, repeats a key, or is an array or a scalar; a JSON null (or an
+    object without a contract field) is a row of NULLs. Each file is read WITH ORDINALITY, which numbers its rows in
+    the order read (DuckDB reads the file on one thread to do so)."""
+    spec = "{" + ", ".join(f"'{name}': 'JSON'" for name, _ in fields) + "}"
+    texts = ", ".join(json_value_columns(name, quoted(name), arrays=is_list) for name, is_list in fields)
+    return " UNION ALL ".join(
+        f"SELECT ordinality AS source_line, NULL::VARCHAR AS line_problem, {index} AS file_index, {texts} "
+        f"FROM read_json({sql_path(path)}, format = 'newline_delimited', records = true, columns = {spec}, "
+        f"compression = '{'gzip' if path.name.endswith('.gz') else 'none'}', hive_partitioning = false, "
+        f"maximum_object_size = {MAX_LINE_BYTES}) WITH ORDINALITY"
+        for index, path in enumerate(paths))
 
 
 def check_some_records(con: duckdb.DuckDBPyConnection, staged: Path, path: Path | dict[int, Path], what: str
