@@ -9,11 +9,13 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 from dagster._core.events import DagsterEventType
 from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from tests.conftest import make_home
 from tokenledger.cli import _EARLIER_DAGSTER_YAML, DAGSTER_YAML, use_home
+from tokenledger.instance import EARLIER_TEXTS
 
 DAYS = ["2026-11-16", "2026-11-17", "2026-11-18"]
 _partitions = dg.DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
@@ -111,9 +113,14 @@ def test_a_home_written_by_an_earlier_version_gets_the_new_event_log(tmp_path: P
         monkeypatch.setenv(name, "unset")
     home = make_home(tmp_path / "home")
     (home / ".dagster").mkdir()
-    (home / ".dagster" / "dagster.yaml").write_text(_EARLIER_DAGSTER_YAML)
-    use_home(home)
-    assert (home / ".dagster" / "dagster.yaml").read_text() == DAGSTER_YAML
+    for earlier in EARLIER_TEXTS:  # every text an earlier version wrote, SQLite's and Postgres's
+        (home / ".dagster" / "dagster.yaml").write_text(earlier)
+        use_home(home)
+        assert (home / ".dagster" / "dagster.yaml").read_text() == DAGSTER_YAML
+    # Today's: the queue looks every second, the UI opens without the newsletter prompt.
+    instance = yaml.safe_load(DAGSTER_YAML)
+    assert instance["run_coordinator"]["config"] == {"dequeue_interval_seconds": 1}
+    assert instance["nux"] == {"enabled": False} and instance["telemetry"] == {"enabled": False}
     # One a user edited is theirs.
     edited = _EARLIER_DAGSTER_YAML + "run_queue:\n  max_concurrent_runs: 2\n"
     (home / ".dagster" / "dagster.yaml").write_text(edited)

@@ -57,7 +57,8 @@ storage:
       env: {POSTGRES_URL_ENV}
 """
 # Runs submitted to the instance (`tokenledger run --parallel`, the schedule, the UI) wait in the daemon's queue: it
-# looks every second instead of Dagster's 5, which every run paid (docs/performance.md, the fan-out).
+# looks every second instead of Dagster's 5, which every run paid (docs/performance.md, the fan-out). And the UI opens
+# on the page asked for, not on a newsletter prompt.
 QUEUE_YAML = """\
 # Submitted runs wait in the daemon's queue (tokenledger run --parallel, the schedule, the UI); it looks every second.
 run_coordinator:
@@ -65,9 +66,14 @@ run_coordinator:
   class: QueuedRunCoordinator
   config:
     dequeue_interval_seconds: 1
+# The UI's newsletter prompt, which covers the page on a first visit, is not shown (as telemetry is off).
+nux:
+  enabled: false
 """
-# What the versions before the queue's setting wrote: replaced as they are.
-EARLIER_TEXTS = (EARLIER_SQLITE_YAML, SQLITE_YAML, POSTGRES_YAML)
+# What earlier versions wrote (before the queue's setting, then before the prompt's): replaced as they are.
+_QUEUE_ONLY = QUEUE_YAML.split("# The UI's newsletter prompt")[0]
+EARLIER_TEXTS = (EARLIER_SQLITE_YAML, SQLITE_YAML, POSTGRES_YAML, SQLITE_YAML + _QUEUE_ONLY,
+                 POSTGRES_YAML + _QUEUE_ONLY)
 SQLITE_YAML += QUEUE_YAML
 POSTGRES_YAML += QUEUE_YAML
 _WRITTEN_BY_TOKENLEDGER = (SQLITE_YAML, POSTGRES_YAML, *EARLIER_TEXTS)
