@@ -12,7 +12,8 @@ where a line that fails any of them becomes a quarantined row with its number, n
   saying so (its lines could only be quarantined one by one, which hides the real problem).
 - A line longer than `max_line` bytes is counted and reported (`problem`), and its bytes are skipped without
   being held in memory.
-- gzip is decompressed as a stream; a truncated or corrupt gzip stops the file (its lines cannot be counted).
+- gzip is decompressed as a stream (by ISA-L's igzip, 2-2.5x zlib's speed: the gzip module's interface); a
+  truncated or corrupt gzip stops the file (its lines cannot be counted).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from isal import igzip, isal_zlib
 
 from tokenledger.errors import InputFileError
 
@@ -41,8 +43,12 @@ _WIDE_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\x
               b"\xfe\xff": "UTF-16"}
 
 
+# What a damaged gzip raises while it is read: a bad header or CRC, a stream cut short, a corrupt deflate block.
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error, isal_zlib.error)
+
+
 def _open(path: Path) -> BinaryIO:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
+    return igzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
 
 
 def _check_encoding(path: Path, head: bytes) -> bytes:
@@ -136,7 +142,7 @@ def line_batches(path: Path, chunk_bytes: int = CHUNK_BYTES, max_line: int = MAX
                     first = False
                 yield from batches.feed(data)
             yield from batches.finish()
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+    except _GZIP_ERRORS as exc:
         raise InputFileError(
             f"{path}: is not a readable gzip file ({exc}); {batches.line_no:,} line(s) were read before the damage, "
             "so the file cannot be reconciled line by line. Replace it with a complete copy (or move it out of the "
@@ -176,7 +182,7 @@ def physical_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> int | None:
                     run = len(data) - end - 1
                 if run >= max_line:
                     return None
-    except (OSError, EOFError, zlib.error):
+    except (OSError, *_GZIP_ERRORS):
         return None
     return lines + (1 if run else 0)
 
