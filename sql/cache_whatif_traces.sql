@@ -19,6 +19,10 @@ SELECT
     simulated_cached_tokens,
     simulated_recomputed_tokens,
     simulated_hit_ratio,
+    method,
+    sampling_rate,
+    sampled_accesses,
+    block_accesses,
     note
 FROM whatif_figures
 ORDER BY trace, scenario

@@ -3,8 +3,8 @@
 -- the other, each by unit, then arrival (whatif_requests is written so; no ORDER BY here, so DuckDB does not sort a
 -- day of hash lists again for every scope and routing). tokenledger/whatif.py splits each unit's requests by
 -- cache, in order, and checks the order.
--- One row per request with its block hashes, turned into block accesses in numpy, each request's blocks last to
--- first (a request touches its tail first, its head last).
+-- One row per request with its block hashes, first block first, which the compiled replay reads in place from the
+-- Arrow batch (it looks a request's blocks up first to last, then touches them last to first).
 SELECT
     unit_id,
     CASE WHEN $scope = 'shared' THEN 0 WHEN $routing = 'random' THEN replica_random ELSE replica_affine END

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from tests.conftest import request, write_jsonl
@@ -116,7 +117,7 @@ SCENARIOS = [
 
 
 def _day_tables(con: duckdb.DuckDBPyConnection, requests: list[tuple], scenarios: list[tuple] = SCENARIOS,
-                kv_bytes: int | None = 250_000, minutes_apart: int = 1) -> None:
+                kv_bytes: int | None = 250_000, minutes_apart: int = 1, budget_accesses: int = 50_000_000) -> None:
     """The tables a day's replay reads, by hand: day_requests (from 10:00, `minutes_apart`), day_deployments and
     the what-if config."""
     con.execute("SET TimeZone = 'UTC'")
@@ -135,6 +136,7 @@ def _day_tables(con: duckdb.DuckDBPyConnection, requests: list[tuple], scenarios
     con.execute("CREATE TEMP TABLE cfg_whatif_scenario (scenario VARCHAR, cache VARCHAR, size_blocks BIGINT, "
                 "size_gb DOUBLE, scope VARCHAR, routing VARCHAR)")
     con.executemany("INSERT INTO cfg_whatif_scenario VALUES (?, ?, ?, ?, ?, ?)", scenarios)
+    con.execute("CREATE TEMP TABLE cfg_whatif_sampling AS SELECT $b::BIGINT AS budget_accesses", {"b": budget_accesses})
 
 
 def _replayed(tmp_path: Path, requests: list[tuple], chunk_accesses: int = 1 << 20, **kw) -> dict[str, int | None]:
@@ -154,26 +156,9 @@ def test_five_requests_through_every_cache_by_hand(tmp_path: Path) -> None:
         "lru-2-affine": 24, "lru-2-random": 16, "lru-1tb": 29}
 
 
-def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tokenledger import whatif
-
-    # A chunk of 3 accesses holds one request at most: every cache state crosses a chunk boundary.
-    one = _replayed(tmp_path / "one", FIVE)
-    assert _replayed(tmp_path, FIVE, chunk_accesses=3) == one
-    # Read in one chunk, answered in pieces of one request each.
-    monkeypatch.setattr(whatif, "ANSWER_ACCESSES", 3)
-    assert _replayed(tmp_path / "pieces", FIVE) == one
-
-
-def test_a_caches_accesses_are_answered_in_pieces_of_whole_requests() -> None:
-    from tokenledger.whatif import pieces
-
-    # Requests 1 to 4 of 3, 2, 4 and 1 accesses, pieces of about 4: a piece starts at the request holding access
-    # 0, 4 and 8 (requests 1, 2 and 3), so the last piece is requests 3 and 4, 5 accesses.
-    seq = np.array([1, 1, 1, 2, 2, 3, 3, 3, 3, 4])
-    assert pieces(seq, 4) == [((0, 3), (0, 1)), ((3, 5), (1, 2)), ((5, 10), (2, 4))]
-    assert pieces(seq, 100) == [((0, 10), (0, 4))]
-    assert pieces(seq, 1) == [((0, 3), (0, 1)), ((3, 5), (1, 2)), ((5, 9), (2, 3)), ((9, 10), (3, 4))]
+def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
+    # Batches of 3 accesses hold one request each: every cache's recency list crosses a batch boundary.
+    assert _replayed(tmp_path, FIVE, chunk_accesses=3) == _replayed(tmp_path / "one", FIVE)
 
 
 def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(
@@ -263,86 +248,106 @@ def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: 
                     "blocks")
 
 
-def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tokens: int) -> int:
-    """The cached tokens of an LRU cache of `size` blocks, one request and one block at a time."""
-    from collections import OrderedDict
+# --- large days: SHARDS ----------------------------------------------------------------------------------------
 
-    cache: OrderedDict[int, None] = OrderedDict()
-    total = 0
-    for hashes, tokens in requests:
-        run = next((i for i, h in enumerate(hashes) if h not in cache), len(hashes))
-        total += min(run * block_tokens, tokens)
-        for h in reversed(hashes):
-            cache[h] = None
-            cache.move_to_end(h)
-        while len(cache) > size:
-            cache.popitem(last=False)
-    return total
+def _figures(con: duckdb.DuckDBPyConnection) -> dict[str, tuple]:
+    return {r[0]: r[1:] for r in con.execute(
+        "SELECT scenario, cached_tokens, method, sampling_rate, sampled_accesses FROM whatif_results").fetchall()}
 
 
-def test_the_wavelet_matrix_finds_the_kth_smallest_of_every_suffix() -> None:
-    from tokenledger.lru import kth_smallest_of_suffixes
+def test_above_the_budget_the_lru_is_sampled_and_says_so(tmp_path: Path) -> None:
+    from tokenledger.whatif import replay_day
 
-    rng = np.random.default_rng(8)
-    for n in (1, 2, 7, 64, 1000):
-        values = rng.permutation(3 * n)[:n]  # distinct, with gaps
-        starts = rng.integers(0, n, 300)
-        ranks = np.array([int(rng.integers(0, n - s)) for s in starts])
-        expected = [int(np.sort(values[s:])[k]) for s, k in zip(starts, ranks, strict=True)]
-        assert kth_smallest_of_suffixes(values, starts, ranks).tolist() == expected
-
-
-def test_the_carried_recency_order_is_the_most_recent_distinct_blocks() -> None:
-    from tokenledger.lru import most_recent
-
-    def by_hand(touches: list[int], capacity: int) -> list[int]:
-        order: list[int] = []
-        for block in reversed(touches):
-            if block not in order:
-                order.append(block)
-        return order[:capacity]
-
-    rng = np.random.default_rng(4)
-    cases = [([], 3), ([5], 1), ([1, 2, 1, 2, 1, 2, 1, 2, 3], 3), ([7] * 50 + [8], 2), ([1, 2, 3, 4], 10)]
-    # a tail of twice the capacity with too few distinct blocks makes the search read further back
-    cases += [([int(h) for h in rng.integers(0, k, n)], c) for n, k, c in ((200, 5, 4), (500, 40, 30), (64, 64, 8))]
-    for touches, capacity in cases:
-        assert most_recent(np.array(touches, dtype=np.int64), capacity).tolist() == by_hand(touches, capacity)
+    # The five requests hold 14 block accesses. A budget of 2 samples every LRU scenario at the rate
+    # 1 / ceil(14 / 2) = 1/7; every block is in at least 0.1% of the requests, so each is kept whole, and the
+    # estimate is the exact replay: per replica and shared, it says how it was found. The infinite cache stays exact.
+    exact = _replayed(tmp_path / "exact", FIVE)
+    con = duckdb.connect()
+    _day_tables(con, FIVE, budget_accesses=2)
+    replay_day(con, tmp_path / "sampled", DAY)
+    got = _figures(con)
+    assert {s: got[s][0] for s in got} == exact
+    assert {s: got[s][1:] for s in got} == {
+        s: ("exact", 1.0, 14) if s.startswith("infinite") else ("shards", 1 / 7, 14) for s in got}
 
 
-def test_the_vectorized_lru_agrees_with_one_block_at_a_time() -> None:
-    from tokenledger.lru import LruCache, cached_tokens, replay_chunk
+def _mooncake_day(requests: int, seed: int) -> pa.Table:
+    """A day of `requests` shaped like Mooncake's traces, with the generator's prefix hashes
+    (tokenledger/generate/prefix.py; blocks of 512 tokens): four streams with system prompts of 1-12k tokens, 70% of
+    requests steps of agent sessions (about 20 steps, each resending the last prompt and ~1,500 tokens more), the rest
+    single chats; in random order through the day."""
+    from tokenledger.generate.prefix import prefix_block_hashes
 
-    rng = np.random.default_rng(16)
-    sizes = [1, 2, 3, 5, 8, 13, 1000]
-    for _ in range(60):
-        requests = []
-        for _ in range(int(rng.integers(1, 40))):
-            n = int(rng.integers(0, 6))
-            if rng.random() < 0.7:  # prefix hashes of a few conversations
-                root = int(rng.integers(0, 4)) * 100 + int(rng.integers(0, 3)) * 10
-                hashes = [root + k for k in range(n)]
-            else:  # anything, repeats within a request included
-                hashes = [int(h) for h in rng.integers(0, 12, n)]
-            requests.append((hashes, max(0, 4 * n - int(rng.integers(0, 4)))))
-        cache, got, start = LruCache(max(sizes)), dict.fromkeys(sizes, 0), 0
-        while start < len(requests):  # chunks of whole requests, of random lengths
-            end = min(len(requests), start + int(rng.integers(1, 8)))
-            chunk = [(i, h, requests[i][1]) for i in range(start, end) for h in reversed(requests[i][0])]
-            seq, hashes, tokens = (np.array(c, dtype=np.int64) for c in zip(*chunk, strict=True)) if chunk else (
-                np.empty(0, dtype=np.int64),) * 3
-            counted = cached_tokens(seq, replay_chunk(cache, seq, hashes, sizes), tokens, np.full(len(seq), 4), sizes)
-            got = {s: got[s] + counted[s] for s in sizes}
-            start = end
-        assert got == {s: _lru_by_the_book(requests, s, 4) for s in sizes}, requests
-        alone = int(rng.choice(sizes))
-        cache, total = LruCache(alone), 0
-        chunk = [(i, h, requests[i][1]) for i in range(len(requests)) for h in reversed(requests[i][0])]
-        if chunk:
-            seq, hashes, tokens = (np.array(c, dtype=np.int64) for c in zip(*chunk, strict=True))
-            total = cached_tokens(seq, replay_chunk(cache, seq, hashes, [alone]), tokens, np.full(len(seq), 4),
-                                  [alone])[alone]
-        assert total == got[alone], (alone, requests)
+    rng = np.random.default_rng(seed)
+    system = np.array([2048, 6144, 1024, 12288])
+    share = [0.4, 0.3, 0.2, 0.1]
+    agent = rng.random(requests) < 0.7
+    sessions = max(1, int(agent.sum()) // 20)
+    session = np.where(agent, rng.integers(1, sessions + 1, requests), 0)
+    stream = np.where(agent, rng.choice(4, sessions + 1, p=share)[session], rng.choice(4, requests, p=share))
+    step = np.zeros(requests, dtype=np.int64)
+    steps: dict[int, int] = {}
+    for i in np.flatnonzero(agent).tolist():
+        step[i] = steps.get(int(session[i]), 0)
+        steps[int(session[i])] = int(step[i]) + 1
+    resent = system[stream] + step * 1500
+    chat = system[stream] + rng.integers(200, 3000, requests)
+    inputs = np.where(agent, resent + rng.integers(100, 900, requests), chat)
+    hashes = prefix_block_hashes(DAY.day, inputs, np.full(requests, 512), stream, system[stream], session,
+                                 np.where(agent, resent, 0), np.arange(1, requests + 1), np.ones(requests, dtype=bool))
+    micros = np.sort(rng.integers(0, 86_400_000_000, requests))
+    return pa.table({"request_id": [f"q{i:06d}" for i in range(requests)],
+                     "received_at": pa.array(np.datetime64("2026-11-16T00:00:00", "us")
+                                             + micros.astype("timedelta64[us]"), pa.timestamp("us", tz="UTC")),
+                     "input_tokens": inputs, "prefix_block_hashes": hashes.cast(pa.list_(pa.int64()))})
+
+
+def test_shards_on_a_mooncake_shaped_day_is_within_half_a_point_of_the_exact_replay(tmp_path: Path) -> None:
+    from tokenledger.whatif import replay_day
+
+    day = _mooncake_day(20_000, seed=1)
+    sizes = [16, 64, 256, 1024]  # 8k to 512k tokens: below one system prompt to a few hundred sessions
+    scenarios = [("infinite", "infinite", None, None, "shared", None)] + [
+        (f"lru-{n}", "lru", n, None, "shared", None) for n in sizes]
+
+    def replayed(budget: int) -> tuple[dict[str, tuple], int]:
+        con = duckdb.connect()
+        _day_tables(con, [], scenarios=scenarios, budget_accesses=budget)
+        con.register("mooncake", day)
+        con.execute("INSERT INTO day_requests SELECT request_id, received_at, 'd1', NULL, 'ok', input_tokens, 0, 10, "
+                    "prefix_block_hashes FROM mooncake")
+        con.execute("UPDATE day_deployments SET kv_block_tokens = 512, replicas = 1")
+        replay_day(con, tmp_path / str(budget), DAY)
+        return _figures(con), int(con.execute("SELECT sum(input_tokens) FROM whatif_requests").fetchone()[0])
+
+    exact, tokens = replayed(10**12)
+    accesses = exact["infinite"][3]
+    sampled, _ = replayed(accesses // 7 + 1)  # the rate 1/7
+    assert {s: f[1:] for s, f in exact.items()} == {s: ("exact", 1.0, accesses) for s in exact}
+    assert sampled["infinite"] == exact["infinite"]
+    for size in sizes:
+        name = f"lru-{size}"
+        method, rate, replayed_accesses = sampled[name][1:]
+        assert (method, rate) == ("shards", 1 / 7)
+        # the sample, plus the blocks of the four system prompts and of sessions seen in 20 requests or more, whole
+        assert accesses / 7 < replayed_accesses < accesses / 2
+        error = (sampled[name][0] - exact[name][0]) / tokens
+        assert abs(error) <= 0.005, (name, exact[name][0] / tokens, error)
+
+
+def test_the_sampling_budget_is_read_from_whatif_yaml(tmp_path: Path) -> None:
+    from tokenledger.config import DEFAULT_BUDGET_ACCESSES, flatten_whatif
+    from tokenledger.errors import ConfigError
+
+    path = tmp_path / "whatif.yaml"
+    path.write_text("scenarios:\n  - {scenario: infinite, cache: infinite}\nsampling:\n  budget_accesses: 1000\n")
+    assert [r.rows for r in flatten_whatif(path) if r.table == "whatif_sampling"] == [[{"budget_accesses": "1000"}]]
+    path.write_text("scenarios:\n  - {scenario: infinite, cache: infinite}\n")
+    assert [r.rows for r in flatten_whatif(path) if r.table == "whatif_sampling"] == [
+        [{"budget_accesses": str(DEFAULT_BUDGET_ACCESSES)}]]
+    path.write_text("sampling:\n  budget: 1000\n")
+    with pytest.raises(ConfigError, match=r"line 2: unknown key 'budget' in sampling \(known keys: budget_accesses\)"):
+        flatten_whatif(path)
 
 
 # --- a tiny day through Dagster ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ against their contracts.
 
 Each file is flattened into the tables its contract describes (`deployments`; `slo_policy`, `slo_isl_bucket`,
 `cost_policy`, `cost_category_rule`, `list_price`, `rate_card`; `whatif_scenario`, `whatif_model`,
-`whatif_trace`), typed and checked by the same contract-derived
+`whatif_trace`, `whatif_sampling`), typed and checked by the same contract-derived
 SQL that guards the data, and loaded into the step's DuckDB as `cfg_<table>`. Any broken rule is fatal: the
 error names the file, the line, the field and the rule.
 """
@@ -349,17 +349,23 @@ def _flatten_api_prices(version: _Mapping, path: Path, price_version: Any, sheet
 WHATIF_FILE = "whatif.yaml"
 SCENARIO_KEYS = {"scenario", "cache", "size_blocks", "size_gb", "scope", "routing"}
 TRACE_KEYS = {"kv_block_tokens", "replicas", "kv_bytes_per_token"}
+SAMPLING_KEYS = {"budget_accesses"}
+# An LRU pass replays a deployment's day exactly up to this many block accesses, else a SHARDS sample of about as
+# many (docs/decisions.md, "LRU caches of large days are sampled").
+DEFAULT_BUDGET_ACCESSES = 50_000_000
 # Without config/whatif.yaml the what-if replays the one scenario that needs no parameters: the upper bound.
 DEFAULT_SCENARIO = {"scenario": "infinite", "cache": "infinite", "scope": "shared"}
 
 
 def flatten_whatif(path: Path) -> list[_Rows]:
-    """config/whatif.yaml (optional): scenarios, the KV bytes per token of models, the traces to replay."""
+    """config/whatif.yaml (optional): scenarios, the KV bytes per token of models, the traces to replay, and how
+    large days are sampled."""
     scenarios = _Rows("whatif_scenario", path, [], [])
     models = _Rows("whatif_model", path, [], [])
     traces = _Rows("whatif_trace", path, [], [])
+    sampling = _Rows("whatif_sampling", path, [], [])
     doc = _require_mapping(read_yaml(path), path, "the file", 1) if path.is_file() else _Mapping()
-    _check_keys(doc, {"scenarios", "models", "traces"}, path, "whatif.yaml")
+    _check_keys(doc, {"scenarios", "models", "traces", "sampling"}, path, "whatif.yaml")
     entries = doc.get("scenarios")
     if entries is None:
         scenarios.add(0, **DEFAULT_SCENARIO)
@@ -379,7 +385,10 @@ def flatten_whatif(path: Path) -> list[_Rows]:
         _check_keys(entry, TRACE_KEYS, path, f"the entry of trace {trace}")
         traces.add(_line(entry), entry, trace=trace, **{k: entry.get(k) for k in TRACE_KEYS - {"replicas"}},
                    replicas=entry.get("replicas", 1))
-    return [scenarios, models, traces]
+    entry = _require_mapping(doc.get("sampling") or _Mapping(), path, "sampling", doc.line_of("sampling"))
+    _check_keys(entry, SAMPLING_KEYS, path, "sampling")
+    sampling.add(doc.line_of("sampling"), entry, budget_accesses=entry.get("budget_accesses", DEFAULT_BUDGET_ACCESSES))
+    return [scenarios, models, traces, sampling]
 
 
 def _or(value: Any, fallback: Any) -> Any:

@@ -1,4 +1,5 @@
-"""An LRU prefix cache replayed over a stream of block accesses, vectorized with numpy, in bounded memory.
+"""An LRU prefix cache replayed over a stream of requests' block hashes, every cache size in one pass, compiled with
+numba; exactly, or over a SHARDS sample of the blocks (docs/decisions.md, "Prefix-cache what-if").
 
 The cache holds KV blocks named by their prefix hashes. A request looks its blocks up when it arrives: its cached
 prefix is the leading run of its blocks found in the cache. Then it touches every block, last to first, so that
@@ -6,221 +7,377 @@ a prompt's first blocks are the most recently used: the cache evicts a prefix's 
 (which frees a request's blocks tail first) and SGLang (whose radix tree evicts leaves) do, and never holds a
 block without the blocks before it.
 
-LRU is a stack algorithm: when a request arrives at instant s, the cache of C blocks holds the C blocks touched
-most recently, so a block is in it iff its last touch is at or after B_C(s), the last touch of the C-th most
-recently touched block (none when fewer than C blocks were touched). So every cache size asked is answered by
-one number per request and size, whatever the request's length, and one pass over the accesses answers all of
-them. The accesses are replayed a chunk of whole requests at a time; the state carried from one chunk to the next
-is the recency order of the largest cache (at most C blocks), replayed as the chunk's first touches. It
-needs only the chunk's last touches (`advance`), so the next chunk can start while this one is answered
-(`answer`): tokenledger/whatif.py answers chunks on several threads.
+LRU is a stack algorithm: the cache of C blocks holds the C most recently touched blocks. So one recency list
+answers every size asked: a boundary per size marks the last block inside that size's cache, and each block
+carries the index of the smallest size whose cache holds it. A touch moves a block to the front and each boundary
+at most a few places, so an access costs a hash-table look-up and a few pointer moves per size, whatever the
+sizes; blocks behind the largest size's boundary are dropped, so memory is that size's blocks.
 
-Within a chunk, the last touches before s are the accesses j < s whose block is not touched again before s
-(next[j] >= s): ordered by next, they are a suffix of that order, and B_C(s) is the C-th largest of those before
-s, a k-th-smallest query over a suffix. A wavelet matrix over the positions answers all the chunk's queries
-together, one bit of the answer per pass over the chunk: O(n log n) numpy work per chunk, nothing per access in
-Python.
+SHARDS (Waldspurger et al., FAST '15) replays a spatial sample instead: a block is kept when hash(block) mod P < R P
+(P = 2^32, R = 1/`every`), so a kept block is kept at every access, and it stands for 1/R blocks: it weighs 1/R in
+the recency list, which is the paper's cache of C/P sampled blocks. A boundary that falls inside a block of
+weight P holds part of it, read as that fraction of a hit: the estimate interpolates between the sampled sizes
+below and above C/P. Blocks shared by a large share of the requests (system prompts) are kept whole (weight 1):
+they are few and carry most hits, and sampled they made the estimate swing by 5-16 points (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
-# The replay reads a day's requests in chunks of about CHUNK_ACCESSES block accesses, and answers each cache's
-# accesses in pieces of about ANSWER_ACCESSES (tokenledger/whatif.py): `answer`'s sorts and wavelet passes over a
-# piece stay in the CPU's caches. The 1M-request day's LRU replay took 10.1-11.1 s of wall time (17-20 s of CPU)
-# answered a chunk at a time, 5.5-6.3 s (9.7-11 s of CPU) in pieces of 2^17; 2^16 and 2^18 were no faster.
-CHUNK_ACCESSES = 1 << 20
-ANSWER_ACCESSES = 1 << 17
+# The sampling hash is SplitMix64 of the block xor this constant, so that it is not the hash table's order.
+SAMPLING_SALT = 0x5EED_CAFE_F00D_D00D
+# Node arrays start at this many blocks and double as needed (a cache sized beyond the day's blocks).
+INITIAL_NODES = 1 << 12
+
+
+@njit(inline="always")
+def _mix(x):
+    """SplitMix64's finalizer (as tokenledger/generate/prefix.py's mix64)."""
+    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(inline="always")
+def _find(keys, nodes, key):
+    """The node of `key` in the open-addressing table (linear probing), or -1."""
+    mask = len(keys) - 1
+    i = np.int64(_mix(key) & np.uint64(mask))
+    while nodes[i] >= 0:
+        if keys[i] == key:
+            return nodes[i]
+        i = (i + 1) & mask
+    return -1
+
+
+@njit(inline="always")
+def _insert(keys, nodes, key, node):
+    mask = len(keys) - 1
+    i = np.int64(_mix(key) & np.uint64(mask))
+    while nodes[i] >= 0:
+        i = (i + 1) & mask
+    keys[i] = key
+    nodes[i] = node
+
+
+@njit(inline="always")
+def _delete(keys, nodes, key):
+    """Remove `key` (present), shifting the entries after it back so that no probe chain breaks."""
+    mask = len(keys) - 1
+    i = np.int64(_mix(key) & np.uint64(mask))
+    while keys[i] != key or nodes[i] < 0:
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if nodes[j] < 0:
+            break
+        home = np.int64(_mix(keys[j]) & np.uint64(mask))
+        # the entry at j moves back to i unless its home lies cyclically in (i, j]
+        if (home <= i or home > j) if i < j else (j < home <= i):
+            keys[i] = keys[j]
+            nodes[i] = nodes[j]
+            i = j
+    nodes[i] = -1
+
+
+@njit(nogil=True, cache=True)
+def _sample(values, below, salt, shared_keys, shared_used):
+    """Per block access: 1 kept whole (a shared block, in the open-addressing set shared_keys/shared_used), 2 kept
+    by the sample (the top 32 bits of its salted hash below `below`), 0 not replayed. A pass of its own: inside
+    the replay's loop the same test took 3x as long."""
+    out = np.zeros(len(values), dtype=np.int8)
+    mask = len(shared_keys) - 1
+    for j in range(len(values)):
+        block = values[j]
+        mixed = _mix(np.uint64(block) ^ np.uint64(salt))
+        i = np.int64(mixed & np.uint64(mask))
+        while shared_used[i] and shared_keys[i] != block:
+            i = (i + 1) & mask
+        if shared_used[i]:
+            out[j] = 1
+        elif (mixed >> np.uint64(32)) < np.uint64(below):
+            out[j] = 2
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _replay(keys, table, key, prev, nxt, weight, zone, meta, boundary, above, sizes,
+            offsets, values, kept, input_tokens, block_tokens, requests, start, every, per_block,
+            cached, whole_hits, sampled_hits, totals):
+    """Replay requests[start:] through the cache; returns how many were replayed (the caller grows the node
+    arrays and calls again when fewer than all: a request needs room for all its blocks). `kept`, per access of
+    `values`: 1 replayed whole (weight 1), 2 sampled (weight `every`), 0 not replayed.
+
+    The recency list: `meta` = [front (most recent), back, free list, nodes in use]. Per size i (ascending):
+    `boundary[i]`, the last node at least partly inside, and `above[i]`, the weight in front of it; a node's `zone`
+    is the smallest size whose boundary is at or behind it (-1: a free node). Exact (`per_block` false):
+    `cached[i]` adds each request's leading run of blocks cached at size i, in tokens up to its input. Per block:
+    `whole_hits[i]` and `sampled_hits[i]` add each replayed block's tokens times the part of it inside size i
+    (whole blocks and sampled ones apart); `totals` = [tokens of the sampled blocks, tokens of all blocks not kept
+    whole, accesses replayed]."""
+    k = len(sizes)
+    free = len(key) - meta[3]
+    run = np.zeros(k, dtype=np.int64)
+    longest = 0
+    for q in range(start, len(requests)):
+        longest = max(longest, offsets[requests[q] + 1] - offsets[requests[q]])
+    weights = np.zeros(longest, dtype=np.int64)  # per block of the request: its weight, and its node when known
+    found = np.zeros(longest, dtype=np.int64)
+    for q in range(start, len(requests)):
+        r = requests[q]
+        first = offsets[r]
+        n = offsets[r + 1] - first
+        if free < n + 2:
+            return q
+        inputs = input_tokens[r]
+        tokens = block_tokens[r]
+        # Look-ups when the request arrives, first block first.
+        run[:] = 0
+        running = k
+        looked = n
+        for j in range(n):
+            block = values[first + j]
+            w = kept[first + j]
+            if w == 2:
+                w = every
+            weights[j] = w
+            found[j] = -1
+            if per_block and w != 1:
+                tokens_j = max(0, min(tokens, inputs - j * tokens))
+                totals[1] += tokens_j
+                if w > 1:
+                    totals[0] += tokens_j
+            if w == 0 or running == 0:
+                continue
+            e = _find(keys, table, block)
+            found[j] = e
+            if not per_block:
+                if e < 0:
+                    running = 0
+                    looked = j + 1
+                    continue
+                for i in range(k):
+                    if run[i] == j:
+                        if zone[e] <= i and (boundary[i] != e or above[i] + weight[e] <= sizes[i]):
+                            run[i] = j + 1
+                        else:
+                            running -= 1
+                if running == 0:
+                    looked = j + 1
+                continue
+            if e < 0:
+                continue
+            tokens_j = max(0, min(tokens, inputs - j * tokens))
+            for i in range(k):
+                if zone[e] > i:
+                    continue
+                part = 1.0
+                if boundary[i] == e and above[i] + weight[e] > sizes[i]:
+                    part = (sizes[i] - above[i]) / weight[e]
+                if w == 1:
+                    whole_hits[i] += tokens_j * part
+                else:
+                    sampled_hits[i] += tokens_j * part
+        if not per_block:
+            for i in range(k):
+                cached[i] += min(run[i] * tokens, inputs)
+        # Touches, last block first.
+        for j in range(n - 1, -1, -1):
+            w = weights[j]
+            if w == 0:
+                continue
+            block = values[first + j]
+            totals[2] += 1
+            e = found[j] if j < looked else -1
+            if e < 0 or zone[e] < 0 or key[e] != block:  # not looked up, or evicted since by this request's touches
+                e = _find(keys, table, block)
+            if e >= 0:  # out of the list, each boundary kept on a node still in it
+                p, x = prev[e], nxt[e]
+                for i in range(k):
+                    if boundary[i] == e:
+                        if x >= 0:
+                            boundary[i] = x
+                            zone[x] = min(zone[x], i)
+                        elif p >= 0:
+                            above[i] -= weight[p]
+                            boundary[i] = p
+                        else:
+                            boundary[i] = -1
+                            above[i] = 0
+                    elif zone[e] <= i:
+                        above[i] -= weight[e]
+                if p >= 0:
+                    nxt[p] = x
+                else:
+                    meta[0] = x
+                if x >= 0:
+                    prev[x] = p
+                else:
+                    meta[1] = p
+            else:
+                e = meta[2]
+                meta[2] = nxt[e]
+                meta[3] += 1
+                free -= 1
+                key[e] = block
+                _insert(keys, table, block, e)
+            weight[e] = w
+            zone[e] = 0
+            prev[e] = -1
+            nxt[e] = meta[0]
+            if meta[0] >= 0:
+                prev[meta[0]] = e
+            meta[0] = e
+            if meta[1] < 0:
+                meta[1] = e
+            for i in range(k):  # each boundary back to where the weight in front of it fits its size
+                if boundary[i] < 0:
+                    boundary[i] = e
+                    above[i] = 0
+                else:
+                    above[i] += w
+                b = boundary[i]
+                while above[i] >= sizes[i] and prev[b] >= 0:
+                    zone[b] = i + 1
+                    b = prev[b]
+                    above[i] -= weight[b]
+                while nxt[b] >= 0 and above[i] + weight[b] < sizes[i]:
+                    above[i] += weight[b]
+                    b = nxt[b]
+                    zone[b] = min(zone[b], i)
+                boundary[i] = b
+            while meta[1] != boundary[k - 1]:  # behind the largest size: out of every cache
+                last = meta[1]
+                meta[1] = prev[last]
+                nxt[meta[1]] = -1
+                _delete(keys, table, key[last])
+                zone[last] = -1
+                nxt[last] = meta[2]
+                meta[2] = last
+                meta[3] -= 1
+                free += 1
+    return len(requests)
+
+
+@njit(cache=True)
+def _rehash(keys, table, key, nxt, front):
+    node = front
+    while node >= 0:
+        _insert(keys, table, key[node], node)
+        node = nxt[node]
+
+
+class Sampling:
+    """A SHARDS sample: a block is replayed when the top 32 bits of its salted hash are below 2^32 / `every` (the
+    rate 1/every), or whole when it is one of `shared`."""
+
+    def __init__(self, every: int, shared: np.ndarray | None = None) -> None:
+        self.every = int(every)
+        self.shared = np.unique(np.asarray([] if shared is None else shared, dtype=np.int64))
+        slots = 1 << (4 * len(self.shared)).bit_length()  # at most a quarter full: a probe mostly ends at once
+        self._keys, self._used = np.zeros(slots, dtype=np.int64), np.zeros(slots, dtype=np.bool_)
+        mask = slots - 1
+        for block in self.shared.tolist():
+            i = int(_mix(np.uint64(block & 0xFFFFFFFFFFFFFFFF) ^ np.uint64(SAMPLING_SALT))) & mask
+            while self._used[i]:
+                i = (i + 1) & mask
+            self._keys[i], self._used[i] = block, True
+
+    @property
+    def rate(self) -> float:
+        return 1 / self.every
+
+    def kept(self, values: np.ndarray) -> np.ndarray:
+        """Per block of `values`: 1 kept whole, 2 kept by the sample, 0 not replayed."""
+        return _sample(values, (1 << 32) // self.every, np.uint64(SAMPLING_SALT), self._keys, self._used)
 
 
 @dataclass
 class LruCache:
-    """The recency order of one cache's blocks (most recent first), at most `capacity` of them."""
+    """One cache's recency list for every size asked (in blocks), and what its replay has counted so far."""
 
-    capacity: int
-    blocks: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    sizes: np.ndarray
+    sampling: Sampling | None = None
+    cached: np.ndarray = field(init=False)  # exact: tokens of each request's leading run cached, per size
+    whole_hits: np.ndarray = field(init=False)  # sampled: tokens of whole blocks found, per size
+    sampled_hits: np.ndarray = field(init=False)  # sampled: tokens of sampled blocks found, per size
+    totals: np.ndarray = field(init=False)  # sampled tokens, tokens not kept whole, accesses replayed
 
+    def __post_init__(self) -> None:
+        self.sizes = np.array(sorted({int(s) for s in self.sizes}), dtype=np.int64)
+        if len(self.sizes) == 0 or self.sizes[0] < 1:
+            raise ValueError(f"cache sizes {self.sizes.tolist()} must be at least 1 block")
+        k = len(self.sizes)
+        self.boundary, self.above = np.full(k, -1, dtype=np.int64), np.zeros(k, dtype=np.int64)
+        self.meta = np.array([-1, -1, 0, 0], dtype=np.int64)
+        self.cached, self.totals = np.zeros(k, dtype=np.int64), np.zeros(3, dtype=np.int64)
+        self.whole_hits, self.sampled_hits = np.zeros(k), np.zeros(k)
+        self._allocate(INITIAL_NODES)
 
-LAST_BITS = 5  # the bits a query's range no longer needs the matrix for: at most 2^5 values are left in it
+    def _allocate(self, nodes: int) -> None:
+        self.key = np.zeros(nodes, dtype=np.int64)
+        self.prev = np.full(nodes, -1, dtype=np.int64)
+        self.nxt = np.arange(1, nodes + 1, dtype=np.int64)  # the free list, through every node
+        self.nxt[-1] = -1
+        self.weight, self.zone = np.zeros(nodes, dtype=np.int64), np.full(nodes, -1, dtype=np.int64)
+        slots = 1 << (2 * nodes - 1).bit_length()  # at most half full
+        self.keys, self.table = np.zeros(slots, dtype=np.int64), np.full(slots, -1, dtype=np.int64)
 
+    def _grow(self, at_least: int) -> None:
+        n = len(self.key)
+        size = max(2 * n, n + at_least)
+        old = [self.key, self.prev, self.nxt, self.weight, self.zone]
+        self._allocate(size)
+        for new, kept in zip([self.key, self.prev, self.nxt, self.weight, self.zone], old, strict=True):
+            new[:n] = kept
+        self.nxt[size - 1] = self.meta[2]  # the new nodes, then the free ones left
+        self.meta[2] = n
+        _rehash(self.keys, self.table, self.key, self.nxt, self.meta[0])
 
-def kth_smallest_of_suffixes(values: np.ndarray, starts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """For each query q: the ranks[q]-th smallest (0-based) of values[starts[q]:], which must exist.
+    def replay(self, offsets: np.ndarray, values: np.ndarray, input_tokens: np.ndarray, block_tokens: np.ndarray,
+               requests: np.ndarray, kept: np.ndarray | None = None) -> None:
+        """Replay `requests` (indices into the per-request arrays, in arrival order) through the cache: request r's
+        blocks are values[offsets[r]:offsets[r + 1]], first block first; its input and block size in tokens.
+        `kept`: the sample's verdict on each of `values` (`Sampling.kept`), computed here when not given (a caller
+        replaying several caches of one unit computes it once)."""
+        if kept is None:
+            kept = np.ones(len(values), dtype=np.int8) if self.sampling is None else self.sampling.kept(values)
+        every = 1 if self.sampling is None else self.sampling.every
+        done = 0
+        while done < len(requests):
+            done = _replay(self.keys, self.table, self.key, self.prev, self.nxt, self.weight, self.zone, self.meta,
+                           self.boundary, self.above, self.sizes, offsets, values, kept, input_tokens, block_tokens,
+                           requests, done, every, self.sampling is not None,
+                           self.cached, self.whole_hits, self.sampled_hits, self.totals)
+            if done < len(requests):
+                r = requests[done]
+                self._grow(int(offsets[r + 1] - offsets[r]) + 2)
 
-    `values` are distinct non-negative integers below 2^31. A wavelet matrix, built one bit at a time from the
-    highest, with the queries descending it as it is built (they are all known), so no level is kept. Once only
-    the last LAST_BITS bits are unknown, a query's range holds values that share every higher bit, so at most
-    2^LAST_BITS distinct ones: they are sorted directly (one small sort per query instead of five passes over
-    all the values)."""
-    n = len(values)
-    answer = np.zeros(len(starts), dtype=np.int64)
-    if n == 0 or len(starts) == 0:
-        return answer
-    current = values.astype(np.uint32)
-    low, high, rank = starts.astype(np.int64), np.full(len(starts), n, dtype=np.int64), ranks.astype(np.int64)
-    zeros = np.zeros(n + 1, dtype=np.int64)  # zeros[i]: how many of current[:i] have a 0 at this bit
-    last = min(LAST_BITS, int(values.max()).bit_length())
-    following = np.empty_like(current)
-    for bit in range(int(values.max()).bit_length() - 1, last - 1, -1):
-        zero = (current & np.uint32(1 << bit)) == 0
-        np.cumsum(zero, out=zeros[1:])
-        z_low, z_high = zeros[low], zeros[high]
-        in_zeros = z_high - z_low
-        left = rank < in_zeros  # the answer has a 0 here: it is among this range's zeros
-        rank = np.where(left, rank, rank - in_zeros)
-        low = np.where(left, z_low, zeros[n] + low - z_low)
-        high = np.where(left, z_high, zeros[n] + high - z_high)
-        answer |= np.where(left, 0, 1 << bit)
-        # zeros first, each side in order (a radix pass): two compresses, ~3x faster than a stable argsort
-        np.compress(zero, current, out=following[:zeros[n]])
-        np.compress(~zero, current, out=following[zeros[n]:])
-        current, following = following, current
-    # The rest: the rank-th smallest of current[low:high], at most 2^last values (padded with the largest uint32).
-    width = 1 << last
-    at = low[:, None] + np.arange(width, dtype=np.int64)[None, :]
-    window = np.where(at < high[:, None], current[np.minimum(at, n - 1)], np.iinfo(np.uint32).max)
-    window.sort(axis=1)
-    low_bits = window[np.arange(len(rank)), rank].astype(np.int64) & (width - 1)
-    return answer | low_bits
-
-
-def replay_chunk(cache: LruCache, requests: np.ndarray, hashes: np.ndarray, sizes: Iterable[int]) -> np.ndarray:
-    """Replay one chunk of whole requests through `cache` (updated in place) for each cache size in `sizes` (in
-    blocks, none above cache.capacity).
-
-    `requests` numbers the request of each access (non-decreasing) and `hashes` are its blocks, each request's
-    last to first. Returns, per access, the smallest of `sizes` at which the block is in the cache when its
-    request arrives: capacity + 1 for "at none of them".
-
-    The same as `answer(advance(cache, requests, hashes), sizes)`: `advance` carries the cache to the chunk's end
-    (cheap), `answer` does the rest, so a caller may answer chunks in parallel while it advances the next.
-    """
-    if len(hashes) == 0:
-        return np.empty(0, dtype=np.int64)
-    _check_sizes(sizes, cache.capacity)
-    return answer(advance(cache, requests, hashes), sizes)
-
-
-@dataclass
-class Chunk:
-    """A chunk's touches in time order: the carried recency order (least recent first, `carried` of them), then
-    the chunk's accesses, numbered by request (`requests`)."""
-
-    capacity: int
-    carried: int
-    requests: np.ndarray
-    touches: np.ndarray
+    @property
+    def accesses(self) -> int:
+        """Block accesses replayed so far (sampled ones and whole ones; every one when exact)."""
+        return int(self.totals[2])
 
 
-def _check_sizes(sizes: Iterable[int], capacity: int) -> np.ndarray:
-    sizes_asked = np.array(sorted({int(s) for s in sizes}), dtype=np.int64)
-    if len(sizes_asked) == 0 or sizes_asked[-1] > capacity or sizes_asked[0] < 1:
-        raise ValueError(f"cache sizes {sizes_asked.tolist()} must be between 1 and {capacity} blocks")
-    return sizes_asked
-
-
-def most_recent(touches: np.ndarray, capacity: int) -> np.ndarray:
-    """The distinct blocks of `touches` (in time order) by their last touch, most recent first, at most `capacity`.
-
-    Only the tail is read: once the last k touches hold `capacity` distinct blocks, no earlier touch can be among
-    the most recent ones. A request touches dozens of blocks, so a tail of twice the capacity is usually enough."""
-    k = min(len(touches), 2 * capacity)
-    while True:
-        tail = touches[len(touches) - k:][::-1]
-        _, first = np.unique(tail, return_index=True)  # in the reversed tail, a block's first index: its last touch
-        if len(first) >= capacity or k == len(touches):
-            return tail[np.sort(first)[:capacity]]
-        k = min(len(touches), 4 * k)
-
-
-def advance(cache: LruCache, requests: np.ndarray, hashes: np.ndarray) -> Chunk:
-    """Carry `cache` past one chunk of whole requests (its recency order after their touches) and return what
-    `answer` needs to replay them; cheap next to `answer`, which does the sorting."""
-    touches = np.concatenate([cache.blocks[::-1], hashes])
-    chunk = Chunk(cache.capacity, len(cache.blocks), requests, touches)
-    if len(hashes):
-        cache.blocks = most_recent(touches, cache.capacity)
-    return chunk
-
-
-def answer(chunk: Chunk, sizes: Iterable[int]) -> np.ndarray:
-    """Per access of an advanced chunk, the smallest of `sizes` at which its block is in the cache when its request
-    arrives (capacity + 1 for none): see `replay_chunk`. Reads `chunk` only, so chunks may be answered at once."""
-    sizes_asked = _check_sizes(sizes, chunk.capacity)
-    m, touches, requests = chunk.carried, chunk.touches, chunk.requests
-    total = len(touches)
-    n, miss = total - m, chunk.capacity + 1
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    new_request = np.r_[True, requests[1:] != requests[:-1]]
-    arrivals = np.flatnonzero(new_request) + m  # each request's first touch
-    request_of = np.cumsum(new_request) - 1
-    start = arrivals[request_of]
-
-    # The touches of each block in time order: each touch's previous and next touch of the same block.
-    order = np.argsort(touches, kind="stable")
-    same = touches[order[1:]] == touches[order[:-1]]
-    before = np.full(total, -1, dtype=np.int64)
-    before[order[1:][same]] = order[:-1][same]
-    after = np.full(total, total, dtype=np.int64)
-    after[order[:-1][same]] = order[1:][same]
-    # The last touch before the request arrived: the previous one, skipping the request's own earlier touches.
-    last = before[m:].copy()
-    while (inside := np.flatnonzero(last >= start)).size:
-        last[inside] = before[last[inside]]
-
-    # B_C(s) per request and size: the (live - C)-th smallest of the positions j < s with after[j] >= s, where
-    # live is the number of blocks touched before s. Positions ordered by `after` (each touch has at most one
-    # previous touch, so a slot per value of `after`; never touched again last): those with after[j] >= s are a
-    # suffix, from the count of `after` values below s.
-    again = after < total
-    slot = np.full(total, -1, dtype=np.int64)
-    slot[after[again]] = np.flatnonzero(again)
-    filled = slot >= 0
-    by_after = np.concatenate([slot[filled], np.flatnonzero(~again)])
-    after_below = np.r_[0, np.cumsum(filled)]
-    live = np.r_[0, np.cumsum(before < 0)][arrivals]  # blocks touched before each arrival
-    rank = live[:, None] - sizes_asked[None, :]
-    full = rank >= 0  # at least C blocks touched; else every block touched is still cached (boundary -1)
-    boundary = np.full(rank.shape, -1, dtype=np.int64)
-    boundary[full] = kth_smallest_of_suffixes(
-        by_after, np.broadcast_to(after_below[arrivals][:, None], rank.shape)[full], rank[full])
-
-    smallest = np.full(n, miss, dtype=np.int64)
-    for i in range(len(sizes_asked) - 1, -1, -1):
-        smallest[(last >= 0) & (last >= boundary[request_of, i])] = sizes_asked[i]
-    return smallest
-
-
-def cached_tokens(requests: np.ndarray, smallest: np.ndarray, input_tokens: np.ndarray, block_tokens: np.ndarray,
-                  sizes: Iterable[int]) -> dict[int, int]:
-    """Cached input tokens of the chunk's requests at each cache size: per request, the leading run of blocks
-    cached at that size times the block size, never more than the request's input (its last block is partial).
-
-    `requests` and `smallest` are per access, each request's blocks last to first (as `replay_chunk` takes them);
-    `input_tokens` and `block_tokens` per access too (the request's value repeated) or one per request, in order."""
-    if len(requests) == 0:
-        return {int(c): 0 for c in sizes}
-    # First block first, requests in reverse: a running maximum within each request (offset per request so that
-    # it never carries over) is the smallest size at which the whole prefix up to that block is cached.
-    smallest = smallest[::-1]
-    new_request = np.r_[True, requests[::-1][1:] != requests[::-1][:-1]]
-    ordinal = np.cumsum(new_request) - 1
-    step = int(smallest.max()) + 1
-    prefix_smallest = np.maximum.accumulate(ordinal * step + smallest) - ordinal * step
-    starts = np.flatnonzero(new_request)
-    if len(input_tokens) == len(requests):  # per access: each request's value at its first (reversed) access
-        inputs, blocks = input_tokens[::-1][starts], block_tokens[::-1][starts]
-    else:  # per request, in order
-        inputs, blocks = input_tokens[::-1], block_tokens[::-1]
-    if len(inputs) != len(starts):
-        raise ValueError(f"{len(inputs)} input token counts for {len(starts)} requests")
+def cached_tokens(caches: list[LruCache]) -> dict[int, float]:
+    """The cached input tokens of a unit's caches (one shared, or one per replica) at each size: exact, the sum of
+    the caches' counts; sampled, the tokens of whole blocks found, plus the sampled blocks' share found times the
+    tokens of all blocks not kept whole (a ratio estimator: how many blocks the hash happened to keep does not
+    move it)."""
+    sizes = caches[0].sizes
+    if caches[0].sampling is None:
+        return {int(s): float(sum(int(c.cached[i]) for c in caches)) for i, s in enumerate(sizes)}
+    sampled = sum(int(c.totals[0]) for c in caches)
+    tail = sum(int(c.totals[1]) for c in caches)
     out = {}
-    for size in sizes:
-        run = np.add.reduceat((prefix_smallest <= size).astype(np.int64), starts)
-        out[int(size)] = int(np.minimum(run * blocks, inputs).sum())
+    for i, s in enumerate(sizes):
+        whole = sum(float(c.whole_hits[i]) for c in caches)
+        found = sum(float(c.sampled_hits[i]) for c in caches)
+        out[int(s)] = whole + (found / sampled * tail if sampled else 0.0)
     return out

@@ -16,7 +16,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -29,9 +29,11 @@ from tokenledger.duck import memory_limit_bytes, register_arrow, run_sql, sql_pa
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
 from tokenledger.landing import landing_files
-from tokenledger.lru import ANSWER_ACCESSES, CHUNK_ACCESSES, Chunk, LruCache, advance, answer, cached_tokens
 from tokenledger.paths import HomeLayout
 from tokenledger.readers import check_some_records, jsonl_lines, read_error
+
+if TYPE_CHECKING:
+    from tokenledger.lru import Sampling
 
 TRACES = ("infra", "cache_whatif_traces")
 TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
@@ -43,6 +45,13 @@ _EMPTY_LINE = "empty line: no record"  # sql/gateway_lines.sql: a blank line in 
 # hours of ~23 million accesses one each, as all of the 100M-request day's hours of ~230 million). Each run is a
 # statement and a file, ~10 ms of fixed cost: an hour each cost a 1,500-request day 0.25 s of its ~3 s.
 SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
+# The LRU replay reads a day's requests from DuckDB in Arrow batches of about this many block accesses (numba is
+# imported only where a replay runs: tokenledger/lru.py, ~0.3 s).
+CHUNK_ACCESSES = 1 << 20
+# A sampled unit's blocks found in at least this share of a sample of SHARED_SAMPLE_REQUESTS of its requests are
+# replayed whole (sql/whatif_shared_blocks.sql; docs/decisions.md, "LRU caches of large days are sampled").
+SHARED_SHARE = 0.001
+SHARED_SAMPLE_REQUESTS = 50_000
 
 
 def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES,
@@ -50,36 +59,79 @@ def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = 
     """Replay `whatif_requests` through every scenario of `whatif_scenario_units` into `whatif_results` (the
     infinite cache's first sightings written to files in `scratch`); returns the number of (unit, scenario)
     results. `runs`: the files whatif_requests reads, in order, each a run of consecutive hours (None: it is one
-    run), which the infinite cache takes one at a time."""
-    results: list[tuple[str, str, int]] = []
+    run), which the infinite cache takes one at a time. Each result says how it was found: `exact`, or `shards`
+    with its sampling rate, and the block accesses replayed (`sampling_plans`)."""
+    accesses = dict(con.execute("SELECT u.unit_id, s.block_accesses FROM whatif_simulated AS s JOIN whatif_units "
+                                "AS u USING (unit)").fetchall())
+    names = dict(con.execute("SELECT unit_id, unit FROM whatif_units").fetchall())
+    results: list[tuple[str, str, int, str, float, int]] = []
+    bounds: dict[tuple[str, str | None], dict[str, int]] = {}
     for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
                                       "AND cache = 'infinite' ORDER BY ALL").fetchall():
-        cached = _replay_infinite(con, scope, routing, runs, scratch)
-        scenarios = con.execute("SELECT unit, scenario FROM whatif_scenario_units WHERE note IS NULL AND cache = "
-                                "'infinite' AND scope = $scope AND routing IS NOT DISTINCT FROM $routing",
-                                {"scope": scope, "routing": routing}).fetchall()
-        results += [(unit, scenario, cached.get(unit, 0)) for unit, scenario in scenarios]
-    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
-                                      "AND cache = 'lru' ORDER BY ALL").fetchall():
+        cached = bounds[(scope, routing)] = _replay_infinite(con, scope, routing, runs, scratch)
         scenarios = con.execute(
-            "SELECT u.unit_id, s.unit, s.scenario, s.cache_blocks FROM whatif_scenario_units AS s JOIN whatif_units "
-            "AS u USING (unit) WHERE s.note IS NULL AND s.cache = 'lru' AND s.scope = $scope "
-            "AND s.routing IS NOT DISTINCT FROM $routing", {"scope": scope, "routing": routing}).fetchall()
+            "SELECT u.unit_id, s.unit, s.scenario FROM whatif_scenario_units AS s JOIN whatif_units AS u USING (unit) "
+            "WHERE s.note IS NULL AND s.cache = 'infinite' AND s.scope = $scope AND s.routing IS NOT DISTINCT FROM "
+            "$routing", {"scope": scope, "routing": routing}).fetchall()
+        results += [(unit, scenario, cached.get(unit, 0), "exact", 1.0, int(accesses.get(unit_id) or 0))
+                    for unit_id, unit, scenario in scenarios]
+    lru = con.execute("SELECT u.unit_id, s.scope, s.routing, s.unit, s.scenario, s.cache_blocks "
+                      "FROM whatif_scenario_units AS s JOIN whatif_units AS u USING (unit) "
+                      "WHERE s.note IS NULL AND s.cache = 'lru'").fetchall()
+    plans = sampling_plans(con, sorted({r[0] for r in lru}))
+    for scope, routing in sorted({(r[1], r[2]) for r in lru}, key=lambda k: (k[0], k[1] or "")):
+        scenarios = [r for r in lru if (r[1], r[2]) == (scope, routing)]
         sizes: dict[int, set[int]] = {}
-        for unit_id, _, _, blocks in scenarios:
+        for unit_id, *_, blocks in scenarios:
             sizes.setdefault(unit_id, set()).add(int(blocks))
-        cached = _replay_lru(con, scope, routing, sizes, chunk_accesses)
-        results += [(unit, scenario, cached.get((unit_id, int(blocks)), 0))
-                    for unit_id, unit, scenario, blocks in scenarios]
-    table = pa.table({"unit": pa.array([r[0] for r in results], pa.string()),
-                      "scenario": pa.array([r[1] for r in results], pa.string()),
-                      "cached_tokens": pa.array([r[2] for r in results], pa.int64())})
+        cached, replayed = _replay_lru(con, scope, routing, sizes, chunk_accesses, plans)
+        bound = bounds.get((scope, routing), {})
+        for unit_id, _, _, unit, scenario, blocks in scenarios:
+            plan = plans.get(unit_id)
+            tokens = cached.get((unit_id, int(blocks)), 0.0)
+            if plan is not None and names[unit_id] in bound:
+                # LRU never caches more than the infinite cache (a stack algorithm): an estimate above the exact
+                # bound is sampling error, and the bound is closer to the truth.
+                tokens = min(tokens, bound[names[unit_id]])
+            results.append((unit, scenario, round(tokens), "exact" if plan is None else "shards",
+                            1.0 if plan is None else plan.rate, replayed.get(unit_id, 0)))
+    fields = [("unit", pa.string()), ("scenario", pa.string()), ("cached_tokens", pa.int64()),
+              ("method", pa.string()), ("sampling_rate", pa.float64()), ("sampled_accesses", pa.int64())]
+    table = pa.table({name: pa.array([r[i] for r in results], kind) for i, (name, kind) in enumerate(fields)})
     register_arrow(con, "_whatif_results", table)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE whatif_results AS SELECT * FROM _whatif_results")
     finally:
         con.unregister("_whatif_results")
     return len(results)
+
+
+def sampling_plans(con: duckdb.DuckDBPyConnection, unit_ids: list[int]) -> dict[int, Sampling]:
+    """How the LRU scenarios of each unit with more block accesses than the budget (config/whatif.yaml,
+    sampling.budget_accesses) are replayed: a SHARDS sample at the rate 1 / ceil(accesses / budget), keeping whole
+    the blocks in at least SHARED_SHARE of a sample of the unit's requests (sql/whatif_shared_blocks.sql). A unit
+    within the budget has no plan: it is replayed exactly."""
+    from tokenledger.lru import Sampling
+
+    budget = int(con.execute("SELECT budget_accesses FROM cfg_whatif_sampling").fetchall()[0][0])
+    over = con.execute("SELECT u.unit_id, s.requests_simulated, s.block_accesses FROM whatif_simulated AS s "
+                       "JOIN whatif_units AS u USING (unit) WHERE list_contains($ids::INTEGER[], u.unit_id) "
+                       "AND s.block_accesses > $budget ORDER BY u.unit_id",
+                       {"ids": unit_ids, "budget": budget}).fetchall()
+    if not over:
+        return {}
+    strides = pa.table({"unit_id": pa.array([r[0] for r in over], pa.int32()),
+                        "stride": pa.array([max(1, r[1] // SHARED_SAMPLE_REQUESTS) for r in over], pa.int64())})
+    register_arrow(con, "whatif_sampled_units", strides)
+    try:
+        shared = con.execute(statement("whatif_shared_blocks"), {"share": SHARED_SHARE}).fetchnumpy()
+    finally:
+        con.unregister("whatif_sampled_units")
+    plans = {}
+    for unit_id, _, accesses in over:
+        blocks = np.asarray(shared["hash"][shared["unit_id"] == unit_id], dtype=np.int64)
+        plans[unit_id] = Sampling(every=-(-int(accesses) // budget), shared=np.sort(blocks))
+    return plans
 
 
 def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, runs: list[Path] | None,
@@ -118,124 +170,79 @@ def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | 
 
 
 def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, sizes: dict[int, set[int]],
-                chunk_accesses: int) -> dict[tuple[int, int], int]:
-    """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass.
+                chunk_accesses: int, plans: dict[int, Sampling]) -> tuple[dict[tuple[int, int], float], dict[int, int]]:
+    """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass, and the
+    block accesses replayed per unit: exactly, or a unit of `plans` sampled (estimated tokens, tokenledger/lru.py).
 
     The requests are read in the order whatif_requests was written (no sort: DuckDB keeps the files' order in a
     scan without ORDER BY): a day's hour files one after the other, each by unit and arrival, so every unit's
-    requests arrive in order, hour after hour. They are read in chunks of whole requests of at least
-    `chunk_accesses` block accesses. A unit's caches (one shared, or one per replica) are replayed side by side,
-    each chunk split by cache in arrival order, and each cache's part of it in pieces of whole requests of about
-    ANSWER_ACCESSES (`pieces`); a cache's recency order (at most its largest size) is carried from one piece to
-    the next, and from one hour to the next. Carrying it is cheap (`lru.advance`) and done in order here; the
-    rest of a piece (`lru.answer`, most of the work, in numpy, which releases the GIL) runs on as many threads as
-    DuckDB may use, at most that many pieces waiting at once, so memory stays bounded. A request out of order
-    stops the replay (never a wrong figure)."""
-    totals: dict[tuple[int, int], int] = {}
+    requests arrive in order, hour after hour. They come in Arrow batches of whole requests of about
+    `chunk_accesses` block accesses, which the compiled replay reads in place (a request's hashes are a slice of
+    the batch's values). A unit's caches (one shared, or one per replica) are replayed side by side, each batch's
+    requests split by cache in arrival order; a cache's recency list is carried from one batch to the next. The
+    replay runs on a thread of its own while DuckDB reads the next batches (at most two waiting, so memory stays
+    bounded). A request out of order stops the replay (never a wrong figure)."""
+    from tokenledger.lru import LruCache, cached_tokens
+
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
-    workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
-    piece_accesses = min(chunk_accesses, ANSWER_ACCESSES)
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
     caches: dict[tuple[int, int], LruCache] = {}  # by (unit_id, cache_part)
     last_seq: dict[tuple[int, int], int] = {}
     waiting: deque[Future] = deque()
 
-    def collect(done: Future) -> None:
-        unit_id, counted = done.result()
-        for size, tokens in counted.items():
-            totals[(unit_id, size)] = totals.get((unit_id, size), 0) + tokens
-
-    def replay_part(unit_id: int, cache_part: int, accesses: slice | np.ndarray, requests: slice | np.ndarray,
-                    part: dict[str, np.ndarray], pool: ThreadPoolExecutor) -> None:
-        seq = part["seq"][accesses]
-        if seq[0] <= last_seq.get((unit_id, cache_part), 0) or bool((seq[1:] < seq[:-1]).any()):
-            raise RuntimeError(f"whatif_requests is not in arrival order for unit {unit_id} (cache {cache_part}): "
-                               "the LRU replay needs each unit's requests written in seq order")
-        last_seq[(unit_id, cache_part)] = int(seq[-1])
-        cache = caches.setdefault((unit_id, cache_part), LruCache(max(sizes[unit_id])))
-        hashes = part["hash"][accesses]
-        input_tokens, block_tokens = part["input_tokens"][requests], part["kv_block_tokens"][requests]
-        for (a0, a1), (r0, r1) in pieces(seq, piece_accesses):
-            waiting.append(pool.submit(_answer, advance(cache, seq[a0:a1], hashes[a0:a1]), unit_id,
-                                       sorted(sizes[unit_id]), input_tokens[r0:r1], block_tokens[r0:r1]))
-            while len(waiting) > workers:
-                collect(waiting.popleft())
-
-    def flush(batches: list[pa.RecordBatch], pool: ThreadPoolExecutor) -> None:
-        part = _accesses(batches)
-        units, offsets = part["unit_id"], part["offsets"]
+    def batch_work(batch: pa.RecordBatch) -> list[tuple[LruCache, np.ndarray]]:
+        units, parts = (batch.column(c).to_numpy().astype(np.int64) for c in ("unit_id", "cache_part"))
+        seq = batch.column("seq").to_numpy()
+        work = []
         bounds = np.r_[0, np.flatnonzero(units[1:] != units[:-1]) + 1, len(units)]
         for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):  # a unit's requests
-            if r0 == r1:
-                continue
             unit_id = int(units[r0])
-            cache_parts = part["cache_part"][r0:r1]
-            if bool((cache_parts == cache_parts[0]).all()):  # one cache (a shared scope): contiguous, no copies
-                replay_part(unit_id, int(cache_parts[0]), slice(int(offsets[r0]), int(offsets[r1])), slice(r0, r1),
-                            part, pool)
-                continue
-            for cache_part in np.unique(cache_parts).tolist():  # each cache's requests, still in arrival order
-                chosen = r0 + np.flatnonzero(cache_parts == cache_part)
-                lengths = offsets[chosen + 1] - offsets[chosen]
-                first = np.cumsum(lengths) - lengths  # where each chosen request starts among the chosen accesses
-                accesses = np.repeat(offsets[chosen] - first, lengths) + np.arange(int(lengths.sum()))
-                replay_part(unit_id, int(cache_part), accesses, chosen, part, pool)
+            for cache_part in np.unique(parts[r0:r1]).tolist():  # each cache's requests, still in arrival order
+                chosen = r0 + np.flatnonzero(parts[r0:r1] == cache_part)
+                key = (unit_id, int(cache_part))
+                order = seq[chosen]
+                if order[0] <= last_seq.get(key, 0) or bool((order[1:] <= order[:-1]).any()):
+                    raise RuntimeError(f"whatif_requests is not in arrival order for unit {unit_id} (cache "
+                                       f"{cache_part}): the LRU replay needs each unit's requests written in seq order")
+                last_seq[key] = int(order[-1])
+                if key not in caches:
+                    caches[key] = LruCache(np.array(sorted(sizes[unit_id])), plans.get(unit_id))
+                work.append((caches[key], chosen))
+        return work
 
-    with ThreadPoolExecutor(workers, thread_name_prefix="tokenledger-lru") as pool:
-        pending: list[pa.RecordBatch] = []
-        pending_accesses = 0
+    def replay_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, np.ndarray]]) -> None:
+        hashes = batch.column("hashes")
+        offsets = hashes.offsets.to_numpy().astype(np.int64)
+        values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        input_tokens, block_tokens = (batch.column(c).to_numpy().astype(np.int64)
+                                      for c in ("input_tokens", "kv_block_tokens"))
+        verdicts: dict[int, np.ndarray] = {}  # the sample's verdict on the batch's blocks, once per sampling plan
+        for cache, requests in work:
+            kept = None
+            if cache.sampling is not None:
+                kept = verdicts.get(id(cache.sampling))
+                if kept is None:
+                    kept = verdicts[id(cache.sampling)] = cache.sampling.kept(values)
+            cache.replay(offsets, values, input_tokens, block_tokens, requests, kept)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="tokenledger-lru") as pool:
         for batch in reader:
-            pending.append(batch)
-            pending_accesses += len(batch.column("hashes").flatten())
-            if pending_accesses >= chunk_accesses:
-                flush(pending, pool)
-                pending, pending_accesses = [], 0
-        if pending:
-            flush(pending, pool)
+            if batch.num_rows:
+                waiting.append(pool.submit(replay_batch, batch, batch_work(batch)))
+            while len(waiting) > 2:
+                waiting.popleft().result()
         while waiting:
-            collect(waiting.popleft())
-    return totals
-
-
-def pieces(seq: np.ndarray, limit: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """A cache's accesses (`seq`, its request's number per access, non-decreasing) cut into pieces of whole
-    requests of about `limit` accesses: a piece starts at the request that holds access 0, `limit`, 2 `limit`...,
-    so it holds fewer than `limit` plus its last request's accesses. Returns each piece's range of accesses and
-    its range of requests."""
-    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
-    first = np.unique(np.searchsorted(starts, np.arange(0, len(seq), limit), side="right") - 1).tolist()
-    ends = [*first[1:], len(starts)]
-    bounds = [*starts.tolist(), len(seq)]
-    return [((bounds[r0], bounds[r1]), (r0, r1)) for r0, r1 in zip(first, ends, strict=True)]
-
-
-def _answer(chunk: Chunk, unit_id: int, asked: list[int], input_tokens: np.ndarray, block_tokens: np.ndarray
-            ) -> tuple[int, dict[int, int]]:
-    """One advanced chunk's cached tokens at each size asked (run on a worker thread)."""
-    smallest = answer(chunk, asked)
-    return unit_id, cached_tokens(chunk.requests, smallest, input_tokens, block_tokens, asked)
-
-
-def _accesses(batches: list[pa.RecordBatch]) -> dict[str, np.ndarray]:
-    """The block accesses of whole requests (rows of sql/whatif_lru_requests.sql): `hash` and `seq` per access, each
-    request's blocks last to first; `unit_id`, `cache_part`, `input_tokens` and `kv_block_tokens` per request;
-    `offsets`, where each request's accesses start (one more than the requests)."""
-    table = pa.Table.from_batches(batches).combine_chunks()
-    hashes = table.column("hashes").chunk(0) if table.num_rows else pa.array([], pa.list_(pa.int64()))
-    offsets = hashes.offsets.to_numpy().astype(np.int64)
-    values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64)
-    offsets, values = offsets - offsets[0], values[offsets[0]:offsets[-1]]
-    lengths = np.diff(offsets)
-    # the i-th access of request r reads block len - 1 - i of it: offsets[r] + offsets[r + 1] - 1 - access
-    ends = np.repeat(offsets[:-1] + offsets[1:] - 1, lengths)
-    out = {"hash": values[ends - np.arange(len(values), dtype=np.int64)], "offsets": offsets}
-    seq = table.column("seq").to_numpy().astype(np.int64)
-    out["seq"] = np.repeat(seq, lengths)
-    for name in ("unit_id", "cache_part", "input_tokens", "kv_block_tokens"):
-        out[name] = table.column(name).to_numpy().astype(np.int64)
-    return out
+            waiting.popleft().result()
+    totals: dict[tuple[int, int], float] = {}
+    replayed: dict[int, int] = {}
+    for unit_id in {u for u, _ in caches}:
+        unit_caches = [c for (u, _), c in caches.items() if u == unit_id]
+        for size, tokens in cached_tokens(unit_caches).items():
+            totals[(unit_id, size)] = tokens
+        replayed[unit_id] = sum(c.accesses for c in unit_caches)
+    return totals, replayed
 
 
 # --- a day -----------------------------------------------------------------------------------------------------
@@ -309,6 +316,7 @@ def _replay_files(con: duckdb.DuckDBPyConnection, files: list[Path], chunk_acces
     con.execute("CREATE OR REPLACE TEMP VIEW whatif_requests AS SELECT * FROM read_parquet("
                 f"[{', '.join(sql_path(p) for p in files)}], hive_partitioning = false)")
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_scenario_units AS " + statement("whatif_scenario_units"))
+    con.execute("CREATE OR REPLACE TEMP TABLE whatif_simulated AS " + statement("whatif_simulated"))
     replay(con, files[0].parent, chunk_accesses, files)
     con.execute("CREATE OR REPLACE TEMP TABLE whatif_figures AS " + statement("whatif_figures"))
 
