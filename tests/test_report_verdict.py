@@ -131,6 +131,13 @@ def test_the_review_gives_each_model_its_best_prefix_cache() -> None:
     # Two LRU caches that hit alike: the smaller one is the best. Without any hashed request, the line says so.
     tie = _review(MISSED, whatif=[_whatif("lru-8k", "lru", 700_000, -0.27, 8192)] + whatif[2:3])
     assert "best configured cache lru-8k: 70.0%" in whatif_finding(tie, "m")
+    # A figure estimated from a SHARDS sample says so, with its rate and the block accesses it replayed.
+    sampled = _review(MISSED, whatif=[whatif[0], _whatif("lru-64k", "lru", 700_000, -0.27, 65536, method="shards",
+                                                         sampling_rate=1 / 9, sampled_accesses=1_200_000,
+                                                         block_accesses=9_000_000)])
+    assert whatif_finding(sampled, "m") == line + (" lru-64k is an estimate from a SHARDS sample of the blocks (rate "
+                                                   "1/9: 1,200,000 of 9,000,000 block accesses replayed), not an "
+                                                   "exact replay.")
     unhashed = _review(MISSED, whatif=[_whatif("infinite", "infinite", 0, 0.0, requests_simulated=0)])
     assert whatif_finding(unhashed, "m") == ("Prefix-cache what-if: no request of the day carried prefix block "
                                              "hashes, so none was replayed.")

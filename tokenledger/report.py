@@ -633,7 +633,21 @@ def whatif_finding(review: Review, model: str) -> str:
     beside = f"observed {fmt(observed, 'pct')}" + (f", infinite cache {fmt(figures(bound)[0], 'pct')}" if bound else "")
     cost = ("input cost change not valued" if change is None else
             f"input cost change {'+' if change > 0 else ''}{fmt(change, 'money_mtok', currency)} per 1M input tokens")
-    return f"Prefix-cache what-if, best configured cache {best}: {fmt(hit, 'pct')} of input cached ({beside}); {cost}."
+    return (f"Prefix-cache what-if, best configured cache {best}: {fmt(hit, 'pct')} of input cached ({beside}); {cost}."
+            + _estimated(scenarios[best], best))
+
+
+def _estimated(rows: list[Row], scenario: str) -> str:
+    """A sentence when the scenario's figure on some deployment is a SHARDS estimate, not an exact replay
+    (infra.cache_whatif_daily.method; docs/decisions.md, "LRU caches of large days are sampled")."""
+    sampled = [r for r in rows if r.get("method") == "shards"]
+    if not sampled:
+        return ""
+    rates = ", ".join(f"1/{round(1 / rate)}" for rate in sorted({r["sampling_rate"] for r in sampled}, reverse=True))
+    replayed = sum(r.get("sampled_accesses") or 0 for r in sampled)
+    accesses = sum(r.get("block_accesses") or 0 for r in sampled)
+    return (f" {scenario} is an estimate from a SHARDS sample of the blocks (rate {rates}: {fmt(replayed, 'int')} of "
+            f"{fmt(accesses, 'int')} block accesses replayed), not an exact replay.")
 
 
 def growth_forecast(points: Sequence[tuple[date, float]], day: date, window_days: int = 28,
