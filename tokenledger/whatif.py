@@ -12,6 +12,7 @@ requests in memory.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
@@ -118,19 +119,13 @@ def sampling_plans(con: duckdb.DuckDBPyConnection, unit_ids: list[int]) -> dict[
                        "JOIN whatif_units AS u USING (unit) WHERE list_contains($ids::INTEGER[], u.unit_id) "
                        "AND s.block_accesses > $budget ORDER BY u.unit_id",
                        {"ids": unit_ids, "budget": budget}).fetchall()
-    if not over:
-        return {}
-    strides = pa.table({"unit_id": pa.array([r[0] for r in over], pa.int32()),
-                        "stride": pa.array([max(1, r[1] // SHARED_SAMPLE_REQUESTS) for r in over], pa.int64())})
-    register_arrow(con, "whatif_sampled_units", strides)
-    try:
-        shared = con.execute(statement("whatif_shared_blocks"), {"share": SHARED_SHARE}).fetchnumpy()
-    finally:
-        con.unregister("whatif_sampled_units")
     plans = {}
-    for unit_id, _, accesses in over:
-        blocks = np.asarray(shared["hash"][shared["unit_id"] == unit_id], dtype=np.int64)
-        plans[unit_id] = Sampling(every=-(-int(accesses) // budget), shared=np.sort(blocks))
+    for unit_id, requests, accesses in over:
+        stride = max(1, requests // SHARED_SAMPLE_REQUESTS)
+        least = max(1, math.ceil(SHARED_SHARE * (requests // stride)))
+        shared = con.execute(statement("whatif_shared_blocks"), {"unit_id": unit_id, "stride": stride,
+                                                                 "least": least}).fetchnumpy()["hash"]
+        plans[unit_id] = Sampling(every=-(-int(accesses) // budget), shared=np.asarray(shared, dtype=np.int64))
     return plans
 
 
