@@ -351,6 +351,75 @@ def phase_published(home: Path, day: date) -> dict:
             "rows_quarantined": recon[2], "duplicates_merged": recon[3], "published": manifest.is_file()}
 
 
+# The what-if's ways in the bench: exact (no budget), as published (config/whatif.yaml's sampling.budget_accesses),
+# and a hundredth of that budget, the rates a day a hundred times larger gets (issue 44).
+WHATIF_WAYS = (("exact", None), ("as published", 1), ("a hundredth of the budget", 100))
+
+
+def phase_whatif(home: Path, day: date) -> dict:
+    """The what-if's replay of the day (every scenario of the home's config/whatif.yaml over its published
+    core.gateway_requests, sql/whatif_*.sql and tokenledger/whatif.py) each way of WHATIF_WAYS, in a connection of its
+    own: the replay's wall and CPU seconds and its LRU pass's wall seconds (the choice of blocks kept whole included),
+    and each LRU figure's hit ratio with its error against the exact one (SHARDS above the budget)."""
+    from tokenledger import whatif
+    from tokenledger.accounting import attach_inputs
+    from tokenledger.config import load_config
+    from tokenledger.duck import compute_connection
+    from tokenledger.ingest import DayWindow
+    from tokenledger.paths import HomeLayout
+
+    layout, window = HomeLayout.of(home), DayWindow(day)
+    lru_seconds: list[float] = []
+    originals = {name: getattr(whatif, name) for name in ("sampling_plans", "_replay_lru")}
+
+    def timed(name: str) -> object:  # the LRU pass alone: its sampling plan, then each scope and routing
+        def call(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return originals[name](*args, **kwargs)
+            finally:
+                lru_seconds.append(time.perf_counter() - start)
+        return call
+
+    for name in originals:
+        setattr(whatif, name, timed(name))
+    ways, exact = [], {}
+    for name, divisor in WHATIF_WAYS:
+        scratch = layout.scratch / "bench-whatif"
+        shutil.rmtree(scratch, ignore_errors=True)
+        with compute_connection(layout.scratch) as con:
+            load_config(con, layout)
+            published = int(con.execute("SELECT budget_accesses FROM cfg_whatif_sampling").fetchone()[0])
+            budget = None if divisor is None else max(1, published // divisor)
+            con.execute("UPDATE cfg_whatif_sampling SET budget_accesses = $b", {"b": budget or 2**62})
+            attach_inputs(con, layout, window)
+            lru_seconds.clear()
+            start, cpu = time.perf_counter(), time.process_time()
+            whatif.replay_day(con, scratch, window)
+            seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+            rows = con.execute(
+                "SELECT r.unit, r.scenario, r.cached_tokens / m.input_tokens, r.method, r.sampling_rate, "
+                "r.sampled_accesses, m.block_accesses FROM whatif_results AS r JOIN whatif_scenario_units AS s "
+                "USING (unit, scenario) JOIN whatif_simulated AS m USING (unit) WHERE s.cache = 'lru' "
+                "AND m.input_tokens > 0 ORDER BY ALL").fetchall()
+        shutil.rmtree(scratch, ignore_errors=True)
+        figures = [{"deployment_id": unit, "scenario": scenario, "hit_ratio": hit, "method": method,
+                    "sampling_rate": rate, "sampled_accesses": sampled, "block_accesses": accesses}
+                   for unit, scenario, hit, method, rate, sampled, accesses in rows]
+        if divisor is None:
+            exact = {(f["deployment_id"], f["scenario"]): f["hit_ratio"] for f in figures}
+        for f in figures:
+            f["error"] = f["hit_ratio"] - exact[(f["deployment_id"], f["scenario"])]
+        sampled = [f for f in figures if f["method"] == "shards"]
+        ways.append({"way": name, "budget_accesses": budget, "seconds": round(seconds, 2), "cpu_s": round(cpu_s, 2),
+                     "lru_seconds": round(sum(lru_seconds), 2), "figures": figures,
+                     "sampled": sorted({(f["deployment_id"], f["sampling_rate"]) for f in sampled}),
+                     "max_abs_error": max((abs(f["error"]) for f in sampled), default=None)})
+    for name, original in originals.items():
+        setattr(whatif, name, original)
+    return {"ways": ways}
+
+
 def phase_compare(home: Path, other: Path) -> dict:
     """Every published table of two homes (their exports, the day tables and the two kept whole): each one's rows,
     and the rows of each not in the other, duplicates counted (EXCEPT ALL both ways: none either way means the same
@@ -424,6 +493,9 @@ def bench_day(root: Path, day: date, requests: int, pandas_estimate_mb: float | 
     bare = phase("bare", logs / "bare.log", *common)
     dagster = phase("dagster", logs / "dagster.log", *common)
     published = phase("published", logs / "published.log", *common) if run["exit_code"] == 0 else None
+    if run["exit_code"] == 0:
+        print(f"[{requests:,}] the what-if exact and sampled ...", flush=True)
+    whatif = phase("whatif", logs / "whatif.log", *common) if run["exit_code"] == 0 else None
     available = _mem_available_mb()
     if requests > pandas_max:
         pandas = {"skipped": f"above --pandas-max-requests {pandas_max:,}"}
@@ -441,7 +513,7 @@ def bench_day(root: Path, day: date, requests: int, pandas_estimate_mb: float | 
         "dagster_run_s": day_run.get("seconds"), "dagster_status": day_run.get("status"),
         "steps": day_run.get("steps"), "steps_seconds": day_run.get("steps_seconds"),
         "slowest_steps": day_run.get("slowest_steps", []),
-        "bare_read": bare, "published": published, "pandas": pandas,
+        "bare_read": bare, "published": published, "pandas": pandas, "whatif": whatif,
         "ratio_e2e_to_bare": round(e2e / bare["seconds"], 1) if bare["seconds"] else None,
         "e2e_us_per_request": round(e2e / generated["requests"] * 1e6, 2) if generated["requests"] else None,
         "e2e_vs_pandas": (round(e2e / pandas["seconds"], 2) if "seconds" in pandas else None),
@@ -676,6 +748,17 @@ def verdicts(result: dict) -> list[dict]:
             f"{_mb(huge['run']['peak_rss_mb'])} (bound {_mb(bound)})"
             + ("" if huge["run_ok"] else ", the run FAILED"),
             huge["run_ok"] and huge["run"]["peak_rss_mb"] <= bound)
+    for d in days:  # SHARDS against the exact replay, wherever the bench sampled (issue 44)
+        for way in (d.get("whatif") or {}).get("ways", []):
+            if way["max_abs_error"] is not None:
+                add(f"SHARDS within 0.005 of each exact LRU hit ratio ({d['requests_per_day_asked']:,}-request day, "
+                    f"{way['way']})", f"{way['max_abs_error']:.4f}", way["max_abs_error"] <= 0.005)
+    if big and big.get("whatif") and big["bare_read"].get("seconds"):
+        exact, published = big["whatif"]["ways"][:2]
+        bare = big["bare_read"]["seconds"]
+        add("10M day's what-if <= 1.5x the bare read (as published)",
+            f"{published['seconds'] / bare:.1f}x ({published['seconds']} s; exact {exact['seconds']} s, "
+            f"{exact['seconds'] / bare:.1f}x)", published["seconds"] <= 1.5 * bare)
     fixed = result.get("fixed")
     if fixed and fixed["requests_per_day_asked"] <= 1000 and fixed["seconds_per_day_in_run"] is not None:
         marginal = fixed.get("marginal_s_per_day")
@@ -837,6 +920,28 @@ def fanout_markdown(fanout: dict) -> list[str]:
     return lines
 
 
+def whatif_markdown(day: dict) -> list[str]:
+    """A day's what-if each way (phase_whatif): the replay's and its LRU pass's seconds, the deployments sampled,
+    the largest error of an LRU hit ratio against the exact replay, and the LRU pass's time saved."""
+    ways = (day.get("whatif") or {}).get("ways")
+    if not ways:
+        return []
+    exact = ways[0]
+    lines = ["", f"The what-if's replay of the {day['requests']:,}-request day, each way in a connection of its own "
+                 "(the LRU pass: choosing the blocks kept whole and the replay; every LRU hit ratio against the exact "
+                 "replay's):", "",
+             "| way | budget (block accesses a deployment) | sampled (rate) | replay (CPU) | LRU pass | LRU pass saved "
+             "| largest LRU error |", "|---|---:|---|---:|---:|---:|---:|"]
+    for way in ways:
+        sampled = ", ".join(f"{unit} 1/{round(1 / rate)}" for unit, rate in way["sampled"]) or "none"
+        budget = "" if way["budget_accesses"] is None else f"{way['budget_accesses']:,}"
+        error = "" if way["max_abs_error"] is None else f"{way['max_abs_error']:.4f}"
+        saved = "" if not way["sampled"] else _s(round(exact["lru_seconds"] - way["lru_seconds"], 2))
+        lines.append(f"| {way['way']} | {budget} | {'' if way is exact else sampled} | {_s(way['seconds'])} "
+                     f"({_s(way['cpu_s'])}) | {_s(way['lru_seconds'])} | {saved} | {error} |")
+    return lines
+
+
 def results_markdown(result: dict) -> str:
     """The bench's results as Markdown: what was run and on what host, the table, the slowest steps, the
     verdicts. The console output and docs/performance.md's results section are this text, so they cannot
@@ -860,6 +965,7 @@ def results_markdown(result: dict) -> str:
         steps = ", ".join(f"`{s['step']}` {_s(s['seconds'])}" for s in d["slowest_steps"])
         lines += ["", f"Slowest steps of the {d['requests']:,}-request day ({d['steps']} steps, "
                       f"{_s(d['steps_seconds'])} together): {steps}."]
+        lines += whatif_markdown(d)
     if result.get("fanout"):
         lines += fanout_markdown(result["fanout"])
     lines += ["", f"Peak RSS of the whole bench: {_mb(result['peak_rss_mb'])} (the largest child: "
@@ -951,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generate-workers", type=int, default=1,
                         help="parts generated at once, each in a process of its own (default: 1)")
     parser.add_argument("--keep", action="store_true", help="keep the day homes (default: delete them at the end)")
-    parser.add_argument("--phase", choices=["generate", "bare", "pandas", "dagster", "published", "compare"],
+    parser.add_argument("--phase", choices=["generate", "bare", "pandas", "dagster", "published", "compare", "whatif"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--other", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
@@ -974,6 +1080,7 @@ def main(argv: list[str] | None = None) -> int:
                                                       args.generate_workers),
                    "bare": lambda: phase_bare(root, args.day), "pandas": lambda: phase_pandas(root, args.day),
                    "dagster": lambda: phase_dagster(root), "published": lambda: phase_published(root, args.day),
+                   "whatif": lambda: phase_whatif(root, args.day),
                    "compare": lambda: phase_compare(root, args.other.resolve())}
         print(json.dumps(figures[args.phase](), default=str))
         return 0
