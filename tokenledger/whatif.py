@@ -3,11 +3,12 @@ size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Pr
 
 A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
 unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
-scenario, cached_tokens). The infinite cache is a set computation in DuckDB, a run of hours at a time
-(sql/whatif_first_sightings.sql, sql/whatif_infinite.sql); an LRU
-cache is replayed by tokenledger/lru.py over the requests' block accesses, the requests streamed from DuckDB in
-arrival order a chunk at a time, one pass per scope and routing for every size at once. Nothing holds a day's
-requests in memory.
+scenario, cached_tokens, and how: method, sampling_rate, sampled_accesses). The infinite cache is a set computation
+in DuckDB, a run of hours at a time (sql/whatif_first_sightings.sql, sql/whatif_infinite.sql); an LRU cache is
+replayed by tokenledger/lru.py (compiled) over the requests' block accesses, the requests streamed from DuckDB in
+arrival order a batch at a time, one pass per scope and routing for every size at once: exactly, or over a SHARDS
+sample when the unit holds more block accesses than config/whatif.yaml's sampling.budget_accesses
+(`sampling_plans`). Nothing holds a day's requests in memory.
 """
 
 from __future__ import annotations
