@@ -240,7 +240,7 @@ def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_p
     c = write_jsonl(tmp_path / "c.jsonl.gz", [request("c1"), request("c2", input_tokens=-1)])
     files = [LandingFile(a, "jsonl"), LandingFile(b, "parquet"), LandingFile(c, "jsonl")]
     staged = stage_gateway_files(con, files, tmp_path / "stage", first_index=4)
-    assert [p.name for p in staged] == ["000005.parquet", "json-000006.parquet", "jsonl.parquet"]
+    assert [p.name for p in staged] == ["000005.parquet", "json-000006.parquet", "jsonl-000004.parquet"]
     got = con.execute("SELECT file_index, source_file, source_line, request_id, reason IS NULL FROM read_parquet($f) "
                       "ORDER BY file_index, source_line", {"f": [str(p) for p in staged]}).fetchall()
     assert got == [(4, str(a), 1, "a1", True), (4, str(a), 2, None, False), (4, str(a), 3, "a3", True),

@@ -274,34 +274,54 @@ READ_JSON, LINE_BY_LINE = "read_json", "line by line"
 
 def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], stage_dir: Path,
                          window: DayWindow | None = None, reading: dict[Path, str] | None = None) -> list[Path]:
-    """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract: first
-    through DuckDB's JSON reader (`_stage_read_json`, batches of files on as many threads as DuckDB has), then line
-    by line (`_stage_gateway_lines`) for each file that reader could not read exactly. Both give a line the same
-    row: the same text and kind of each field, the same typing and judging. `reading` gets how each file was
-    read (READ_JSON or LINE_BY_LINE), by path."""
+    """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract, in
+    batches (`FAST_BATCH_BYTES`) on as many threads as DuckDB has, the largest first: each batch through DuckDB's
+    JSON reader (`_stage_read_json`), then line by line (`_stage_gateway_lines`) for each of its files that reader
+    could not read exactly. Both give a line the same row: the same text and kind of each field, the same typing
+    and judging. `reading` gets how each file was read (READ_JSON or LINE_BY_LINE), by path. An error is the one of
+    the first file in the day's order that has one, whatever thread met it first."""
     batches: list[dict[int, LandingFile]] = []
     for index, file in files.items():
-        if not batches or sum(f.path.stat().st_size for f in batches[-1].values()) >= FAST_BATCH_BYTES \
-                or file.path.stat().st_size >= FAST_BATCH_BYTES:
+        if not batches or _size(batches[-1]) >= FAST_BATCH_BYTES or file.path.stat().st_size >= FAST_BATCH_BYTES:
             batches.append({})
         batches[-1][index] = file
+    batches.sort(key=_size, reverse=True)
     threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
-    with ThreadPoolExecutor(max(1, min(threads, len(batches)))) as pool:
-        done = list(pool.map(lambda batch: _stage_read_json(con, batch, stage_dir, window), batches))
-    staged = [target for targets, _ in done for target in targets]
-    slow = {index: files[index] for _, left in done for index in left}
+    cursors = [con.cursor() for _ in batches]  # one connection each: a connection is not shared between threads
+    try:
+        with ThreadPoolExecutor(max(1, min(threads, len(batches)))) as pool:
+            futures = {min(batch): pool.submit(_stage_jsonl_batch, cur, batch, stage_dir, window)
+                       for batch, cur in zip(batches, cursors, strict=True)}
+            done = [futures[first].result() for first in sorted(futures)]
+    finally:
+        for cur in cursors:
+            cur.close()
     if reading is not None:
+        slow = {index for _, left in done for index in left}
         reading.update({file.path: LINE_BY_LINE if index in slow else READ_JSON for index, file in files.items()})
-    if slow:
-        staged += _stage_gateway_lines(con, slow, stage_dir / "jsonl.parquet", window)
-    return staged
+    return [target for staged, _ in done for target in staged]
+
+
+def _size(files: dict[int, LandingFile]) -> int:
+    return sum(file.path.stat().st_size for file in files.values())
+
+
+def _stage_jsonl_batch(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], stage_dir: Path,
+                       window: DayWindow | None = None) -> tuple[list[Path], list[int]]:
+    """A batch of `_stage_gateway_jsonl`: the files staged, and the file_indexes read line by line (into
+    stage_dir/jsonl-NNNNNN.parquet, NNNNNN the first one's)."""
+    staged, left = _stage_read_json(con, files, stage_dir, window)
+    if left:
+        staged += _stage_gateway_lines(con, {index: files[index] for index in left},
+                                       stage_dir / f"jsonl-{left[0]:06d}.parquet", window)
+    return staged, left
 
 
 def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFile], stage_dir: Path,
                      window: DayWindow | None = None, lines: dict[int, int | None] | None = None
                      ) -> tuple[list[Path], list[int]]:
     """Stage `files` through DuckDB's JSON reader into stage_dir/json-NNNNNN.parquet (NNNNNN: the first one's
-    file_index), on a cursor of its own. Returns the files staged and the file_indexes left to the line-by-line
+    file_index). Returns the files staged and the file_indexes left to the line-by-line
     path: a file `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on
     (alone: a batch that fails is tried file by file), and one whose rows are not its lines one for one, or hold a
     row without any contract field (which may have been a line `null`, which the line-by-line path quarantines as
@@ -312,32 +332,31 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
     left = [index for index, count in lines.items() if count is None]
     todo = [index for index in files if lines[index] is not None]
     empty = " AND ".join(f"{c.name} IS NULL" for c in table.columns if c.default is None)
-    with con.cursor() as cur:
-        while todo:
-            target = stage_dir / f"json-{todo[0]:06d}.parquet"
-            relation = json_records([files[i].path for i in todo], [(c.name, c.is_list) for c in table.columns])
-            query = validation_query(table, relation, _LISTED_PASSTHROUGH, gate="line_problem", kinds=True,
-                                     keep_raw=keep_raw)
-            try:
-                _write_staged(cur, query, target, {"indexes": todo, "files": [str(files[i].path) for i in todo],
-                                                   **day})
-            except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException):
-                raise
-            except duckdb.Error:
-                target.unlink(missing_ok=True)
-                if len(todo) > 1:
-                    alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
-                    return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
-                return [], left + todo
-            rows = {index: (count, empty_rows) for index, count, empty_rows in cur.execute(
-                f"SELECT file_index, count(*), count(*) FILTER (WHERE {empty}) FROM read_parquet({sql_path(target)}) "
-                "GROUP BY ALL").fetchall()}
-            differ = [index for index in todo if rows.get(index, (0, 0)) != (lines[index], 0)]
-            if not differ:
-                return [target], left
-            target.unlink()
-            left += differ
-            todo = [index for index in todo if index not in differ]
+    while todo:
+        target = stage_dir / f"json-{todo[0]:06d}.parquet"
+        relation = json_records([files[i].path for i in todo], [(c.name, c.is_list) for c in table.columns])
+        query = validation_query(table, relation, _LISTED_PASSTHROUGH, gate="line_problem", kinds=True,
+                                 keep_raw=keep_raw)
+        try:
+            _write_staged(con, query, target, {"indexes": todo, "files": [str(files[i].path) for i in todo],
+                                               **day})
+        except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException):
+            raise
+        except duckdb.Error:
+            target.unlink(missing_ok=True)
+            if len(todo) > 1:
+                alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
+                return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
+            return [], left + todo
+        rows = {index: (count, empty_rows) for index, count, empty_rows in con.execute(
+            f"SELECT file_index, count(*), count(*) FILTER (WHERE {empty}) FROM read_parquet({sql_path(target)}) "
+            "GROUP BY ALL").fetchall()}
+        differ = [index for index in todo if rows.get(index, (0, 0)) != (lines[index], 0)]
+        if not differ:
+            return [target], left
+        target.unlink()
+        left += differ
+        todo = [index for index in todo if index not in differ]
     return [], left
 
 
@@ -494,7 +513,7 @@ def stage_gateway_files(con: duckdb.DuckDBPyConnection, files: list[LandingFile]
     """Type and judge each file by the gateway_request contract (through `adapter` for another format) into
     stage_dir/NNNNNN.parquet (NNNNNN = the file's position in the day's read order, its file_index); the canonical
     JSON Lines files into stage_dir/json-NNNNNN.parquet (batches read by DuckDB's JSON reader) and
-    stage_dir/jsonl.parquet (the files read line by line; `reading` gets which way each was read) and the canonical
+    stage_dir/jsonl-NNNNNN.parquet (files read line by line; `reading` gets which way each was read) and the canonical
     Parquet files of one shape into stage_dir/parquet-NNNNNN.parquet, their rows carrying their file_index. Returns
     the staged files (fewer than `files` when files were staged together). With the `window` of the day the
     files are for, a canonical row keeps `raw` only where it may be quarantined (`_MAY_BE_QUARANTINED`)."""
