@@ -119,6 +119,21 @@ def test_a_file_the_json_reader_cannot_read_exactly_is_read_line_by_line(kind: s
     assert [(n, r if r is None else r.split("; ")[0]) for n, r in got] == [(1, None), (2, reason), (3, None)]
 
 
+def test_the_file_the_json_reader_fails_on_leaves_its_batch_the_others_read_together(tmp_path: Path, con) -> None:
+    """Three small files are one batch; the reader fails on b*.jsonl (its second line is not JSON) and names it:
+    a.jsonl and c.jsonl.gz are read again together (one file, json-000000), b*.jsonl alone line by line."""
+    files = [write_jsonl(tmp_path / "a.jsonl", [request("a1")]),
+             write_jsonl(tmp_path / "b*.jsonl", [request("b1"), "{not json"]),
+             write_jsonl(tmp_path / "c.jsonl.gz", [request("c1"), request("c2")])]
+    reading: dict[Path, str] = {}
+    staged = stage_gateway_files(con, [LandingFile(f, "jsonl") for f in files], tmp_path / "stage", window=WINDOW,
+                                 reading=reading)
+    assert reading == {files[0]: READ_JSON, files[1]: LINE_BY_LINE, files[2]: READ_JSON}
+    got = {p.name: con.execute("SELECT list(request_id ORDER BY file_index, source_line) FROM read_parquet($f)",
+                               {"f": str(p)}).fetchone()[0] for p in staged}
+    assert got == {"json-000000.parquet": ["a1", "c1", "c2"], "jsonl-000001.parquet": ["b1", None]}
+
+
 def test_physical_lines_counts_as_the_line_reader_does(tmp_path: Path) -> None:
     cases = {b"": 0, b"\xef\xbb\xbf": 0, b"{}": 1, b"{}\n": 1, b"{}\n{}": 2, b"\n": 1, b"\n\n{}\n": 3,
              b"{}\x0b\n": None, b"\xff\xfe{\x00}\x00": None}

@@ -36,7 +36,7 @@ from tokenledger.contracts import (
     struct_spec,
     validation_query,
 )
-from tokenledger.duck import run_sql, sql_path, statement
+from tokenledger.duck import literal_path, run_sql, sql_path, statement
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.faults import failpoint
 from tokenledger.landing import LandingFile, landing_files
@@ -323,7 +323,8 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
     """Stage `files` through DuckDB's JSON reader into stage_dir/json-NNNNNN.parquet (NNNNNN: the first one's
     file_index). Returns the files staged and the file_indexes left to the line-by-line
     path: a file `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on
-    (alone: a batch that fails is tried file by file), and one whose rows are not its lines one for one, or hold a
+    (the one its error names, the others read again; without a name, each file alone), and one whose rows are not
+    its lines one for one, or hold a
     row without any contract field (which may have been a line `null`, which the line-by-line path quarantines as
     not an object)."""
     table = load_contract("gateway_request").table()
@@ -342,12 +343,18 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
                                                **day})
         except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException):
             raise
-        except duckdb.Error:
+        except duckdb.Error as exc:
             target.unlink(missing_ok=True)
-            if len(todo) > 1:
-                alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
-                return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
-            return [], left + todo
+            # The reader names the file it failed on: the others are read again together, one statement more
+            # rather than one a file (a small day's files are one batch, and a generated day has a bad line).
+            named = [i for i in todo if any(f'"{name}"' in str(exc)
+                                            for name in (files[i].path, literal_path(files[i].path)))]
+            if len(named) == 1 or len(todo) == 1:
+                left += named or todo
+                todo = [index for index in todo if index not in left]
+                continue
+            alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
+            return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
         rows = {index: (count, empty_rows) for index, count, empty_rows in con.execute(
             f"SELECT file_index, count(*), count(*) FILTER (WHERE {empty}) FROM read_parquet({sql_path(target)}) "
             "GROUP BY ALL").fetchall()}
