@@ -226,9 +226,9 @@ def test_an_unbalanced_reconciliation_blocks_publishing(home: Path) -> None:
 
 
 def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_path: Path) -> None:
-    """A day's JSON Lines files are staged together (a.jsonl, with a line that is not JSON, line by line; c.jsonl.gz
-    through DuckDB's JSON reader): every row still carries its own file's position in the day (file_index), its
-    name and its line, around a Parquet file staged on its own."""
+    """A day's JSON Lines files are staged together (small files: one batch, read line by line): every row still
+    carries its own file's position in the day (file_index), its name and its line, around a Parquet file staged on
+    its own."""
     from tokenledger.ingest import stage_gateway_files
     from tokenledger.landing import LandingFile
 
@@ -240,7 +240,7 @@ def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_p
     c = write_jsonl(tmp_path / "c.jsonl.gz", [request("c1"), request("c2", input_tokens=-1)])
     files = [LandingFile(a, "jsonl"), LandingFile(b, "parquet"), LandingFile(c, "jsonl")]
     staged = stage_gateway_files(con, files, tmp_path / "stage", first_index=4)
-    assert [p.name for p in staged] == ["000005.parquet", "json-000006.parquet", "jsonl-000004.parquet"]
+    assert [p.name for p in staged] == ["000005.parquet", "jsonl-000004.parquet"]
     got = con.execute("SELECT file_index, source_file, source_line, request_id, reason IS NULL FROM read_parquet($f) "
                       "ORDER BY file_index, source_line", {"f": [str(p) for p in staged]}).fetchall()
     assert got == [(4, str(a), 1, "a1", True), (4, str(a), 2, None, False), (4, str(a), 3, "a3", True),

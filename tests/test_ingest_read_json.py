@@ -17,6 +17,8 @@ import duckdb
 import pytest
 
 from tests.conftest import failure_text, gateway_dir, lenient, materialize, request, rows, write_jsonl
+from tests.test_faults import LINES
+from tokenledger import ingest
 from tokenledger.ingest import LINE_BY_LINE, READ_JSON, DayWindow, _stage_gateway_lines, stage_gateway_files
 from tokenledger.landing import LandingFile
 from tokenledger.lines import physical_lines
@@ -68,6 +70,12 @@ def _line_by_line(con: duckdb.DuckDBPyConnection, path: Path, stage: Path) -> li
     return _staged(con, _stage_gateway_lines(con, {0: LandingFile(path, "jsonl")}, stage / "jsonl.parquet", WINDOW))
 
 
+@pytest.fixture(autouse=True)
+def small_files_read_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These files are small: below READ_JSON_MIN_BYTES a day's logs are read line by line, which is cheaper."""
+    monkeypatch.setattr(ingest, "READ_JSON_MIN_BYTES", 0)
+
+
 @pytest.fixture
 def con() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
@@ -88,6 +96,29 @@ def test_every_rejected_value_has_its_reason_through_the_json_reader(name: str, 
     assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(REJECTED, start=2)), (22, None)]
     # Every column of every row, `raw` included, is what the line-by-line reader gives the same file.
     assert _staged(con, staged) == _line_by_line(con, path, tmp_path / "lines")
+
+
+def test_every_fault_line_gets_the_same_row_through_either_reader(tmp_path: Path, con) -> None:
+    """Each line of tests/test_faults.py's gateway files in a file of its own (after a valid line: a file of no
+    record stops the day), all staged as one day: the files the JSON reader reads exactly (most of the field cases)
+    and those it leaves (the line cases) give every column of every row, `raw` and reason included, exactly as all
+    of them read line by line."""
+    cases = [case for name in ("fields.jsonl", "dups.jsonl", "lines.jsonl") for case in LINES[name]]
+    paths = []
+    for number, case in enumerate(cases):
+        path = tmp_path / "day" / f"{number:03d}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(json.dumps(request(f"lead-{number}")).encode() + b"\n" + case.line + b"\n")
+        paths.append(path)
+    files = [LandingFile(path, "jsonl") for path in paths]
+    reading: dict[Path, str] = {}
+    staged = stage_gateway_files(con, files, tmp_path / "stage", window=WINDOW, reading=reading)
+    # 46 of the 64 through the JSON reader: the 37 field cases but the repeated key, the 6 duplicate cases, and of the
+    # 21 line cases the CRLF ending, the unicode labels, the unknown fields and the last line without a newline.
+    assert sum(how == READ_JSON for how in reading.values()) == 46, reading
+    (tmp_path / "lines").mkdir()
+    by_line = _stage_gateway_lines(con, dict(enumerate(files)), tmp_path / "lines" / "jsonl.parquet", WINDOW)
+    assert _staged(con, staged) == _staged(con, by_line)
 
 
 # Files the JSON reader cannot read exactly, each read line by line; their second line is the trouble.

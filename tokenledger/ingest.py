@@ -269,6 +269,9 @@ def _stage_gateway_parquets(con: duckdb.DuckDBPyConnection, files: dict[int, Lan
 # contract's statement costs ~80 ms, which a day of small files pays once; a larger file has a statement of its own,
 # so that a file the reader refuses costs only its own reading.
 FAST_BATCH_BYTES = 16 << 20
+# A batch of less is read line by line: below it the JSON reader's statement (~0.25 s for a 1,000-request day's eight
+# files, one more when a file fails) costs more than it saves (~1.2 CPU-us a line).
+READ_JSON_MIN_BYTES = 1 << 20
 READ_JSON, LINE_BY_LINE = "read_json", "line by line"
 
 
@@ -276,10 +279,11 @@ def _stage_gateway_jsonl(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
                          window: DayWindow | None = None, reading: dict[Path, str] | None = None) -> list[Path]:
     """Canonical gateway JSON Lines files (by file_index), typed and judged by the gateway_request contract, in
     batches (`FAST_BATCH_BYTES`) on as many threads as DuckDB has, the largest first: each batch through DuckDB's
-    JSON reader (`_stage_read_json`), then line by line (`_stage_gateway_lines`) for each of its files that reader
-    could not read exactly. Both give a line the same row: the same text and kind of each field, the same typing
-    and judging. `reading` gets how each file was read (READ_JSON or LINE_BY_LINE), by path. An error is the one of
-    the first file in the day's order that has one, whatever thread met it first."""
+    JSON reader (`_stage_read_json`; a batch under `READ_JSON_MIN_BYTES` skips it), then line by line
+    (`_stage_gateway_lines`) for each of its files that reader could not read exactly. Both give a line the same
+    row: the same text and kind of each field, the same typing and judging. `reading` gets how each file was read
+    (READ_JSON or LINE_BY_LINE), by path. An error is the one of the first file in the day's order that has one,
+    whatever thread met it first."""
     batches: list[dict[int, LandingFile]] = []
     for index, file in files.items():
         if not batches or _size(batches[-1]) >= FAST_BATCH_BYTES or file.path.stat().st_size >= FAST_BATCH_BYTES:
@@ -310,7 +314,9 @@ def _stage_jsonl_batch(con: duckdb.DuckDBPyConnection, files: dict[int, LandingF
                        window: DayWindow | None = None) -> tuple[list[Path], list[int]]:
     """A batch of `_stage_gateway_jsonl`: the files staged, and the file_indexes read line by line (into
     stage_dir/jsonl-NNNNNN.parquet, NNNNNN the first one's)."""
-    staged, left = _stage_read_json(con, files, stage_dir, window)
+    staged, left = [], list(files)
+    if _size(files) >= READ_JSON_MIN_BYTES:
+        staged, left = _stage_read_json(con, files, stage_dir, window)
     if left:
         staged += _stage_gateway_lines(con, {index: files[index] for index in left},
                                        stage_dir / f"jsonl-{left[0]:06d}.parquet", window)
