@@ -81,6 +81,21 @@ def test_a_100m_day_is_generated_in_parts_and_judged_against_the_10m_days_memory
     assert [v["verdict"] for v in failed if "100M" in v["target"]] == ["NOT met"]
 
 
+def test_ingest_is_judged_against_the_bare_read_of_each_large_day():
+    def day(asked, ingest, bare):
+        return {"requests_per_day_asked": asked, "bare_read": {"seconds": bare},
+                "slowest_steps": [{"step": "infra/cache_whatif_daily", "seconds": 30.0},
+                                  {"step": "core/gateway_requests", "seconds": ingest}]}
+
+    judged = verdicts({"days": [day(1_000_000, 23.5, 2.99), day(3_000_000, 40.0, 16.0), day(2000, 1.0, 0.1)],
+                       "fixed": None})
+    ingest = [(v["target"], v["measured"], v["verdict"]) for v in judged if v["target"].startswith("ingest")]
+    # 23.5 / 2.99 = 7.86x; 40.0 / 16.0 = 2.5x, met at the bound; a small day is not judged.
+    assert ingest == [
+        ("ingest <= 2.5x the bare read (1,000,000-request day, core/gateway_requests)", "7.9x (23.5 s)", "NOT met"),
+        ("ingest <= 2.5x the bare read (3,000,000-request day, core/gateway_requests)", "2.5x (40.0 s)", "met")]
+
+
 def test_the_host_calibration_does_its_fixed_work_and_is_printed_beside_the_figures(capsys):
     # The loop's sum of squares below n is n(n - 1)(2n - 1) / 6: its work is done, whatever the interpreter.
     assert [calibration_loop(n) for n in (0, 1, 4, 1000)] == [0, 0, 14, 1000 * 999 * 1999 // 6]

@@ -761,6 +761,12 @@ def verdicts(result: dict) -> list[dict]:
         add("10M day's what-if <= 1.5x the bare read (as published)",
             f"{published['seconds'] / bare:.1f}x ({published['seconds']} s; exact {exact['seconds']} s, "
             f"{exact['seconds'] / bare:.1f}x)", published["seconds"] <= 1.5 * bare)
+    for d in days:  # ingest, its checks included, against the bare read of the same files (issue 44)
+        step = next((s for s in d.get("slowest_steps", []) if s["step"] == "core/gateway_requests"), None)
+        bare = (d.get("bare_read") or {}).get("seconds")
+        if step and bare and d["requests_per_day_asked"] >= 1_000_000:
+            add(f"ingest <= 2.5x the bare read ({d['requests_per_day_asked']:,}-request day, core/gateway_requests)",
+                f"{step['seconds'] / bare:.1f}x ({step['seconds']} s)", step["seconds"] <= 2.5 * bare)
     fixed = result.get("fixed")
     if fixed and fixed["requests_per_day_asked"] <= 1000 and fixed["seconds_per_day_in_run"] is not None:
         marginal = fixed.get("marginal_s_per_day")
