@@ -317,6 +317,7 @@ def _stage_jsonl_batch(con: duckdb.DuckDBPyConnection, files: dict[int, LandingF
     staged, left = [], list(files)
     if _size(files) >= READ_JSON_MIN_BYTES:
         staged, left = _stage_read_json(con, files, stage_dir, window)
+        left.sort()
     if left:
         staged += _stage_gateway_lines(con, {index: files[index] for index in left},
                                        stage_dir / f"jsonl-{left[0]:06d}.parquet", window)
@@ -327,12 +328,11 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
                      window: DayWindow | None = None, lines: dict[int, int | None] | None = None
                      ) -> tuple[list[Path], list[int]]:
     """Stage `files` through DuckDB's JSON reader into stage_dir/json-NNNNNN.parquet (NNNNNN: the first one's
-    file_index). Returns the files staged and the file_indexes left to the line-by-line
-    path: a file `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on
-    (the one its error names, the others read again; without a name, each file alone), and one whose rows are not
-    its lines one for one, or hold a
-    row without any contract field (which may have been a line `null`, which the line-by-line path quarantines as
-    not an object)."""
+    file_index). Returns the files staged and the file_indexes left to the line-by-line path: a file
+    `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on (the one its
+    error names, the others read again; without a name, each file alone), and one whose rows are not its lines one
+    for one, or hold a row without any contract field (which may have been a line `null`, which the line-by-line
+    path quarantines as not an object)."""
     table = load_contract("gateway_request").table()
     keep_raw, day = _day_params(window)
     lines = lines or {index: physical_lines(file.path) for index, file in files.items()}
