@@ -273,6 +273,18 @@ def _rehash(keys, table, key, nxt, front):
         node = nxt[node]
 
 
+@njit(cache=True)
+def _fill(keys, used, blocks, salt):
+    """The open-addressing set `_sample` probes: each block at its salted hash's slot, or the next free one."""
+    mask = len(keys) - 1
+    for block in blocks:
+        i = np.int64(_mix(np.uint64(block) ^ np.uint64(salt)) & np.uint64(mask))
+        while used[i]:
+            i = (i + 1) & mask
+        keys[i] = block
+        used[i] = True
+
+
 class Sampling:
     """A SHARDS sample: a block is replayed when the top 32 bits of its salted hash are below 2^32 / `every` (the
     rate 1/every), or whole when it is one of `shared`."""
@@ -282,12 +294,7 @@ class Sampling:
         self.shared = np.unique(np.asarray([] if shared is None else shared, dtype=np.int64))
         slots = 1 << (4 * len(self.shared)).bit_length()  # at most a quarter full: a probe mostly ends at once
         self._keys, self._used = np.zeros(slots, dtype=np.int64), np.zeros(slots, dtype=np.bool_)
-        mask = slots - 1
-        for block in self.shared.tolist():
-            i = int(_mix(np.uint64(block & 0xFFFFFFFFFFFFFFFF) ^ np.uint64(SAMPLING_SALT))) & mask
-            while self._used[i]:
-                i = (i + 1) & mask
-            self._keys[i], self._used[i] = block, True
+        _fill(self._keys, self._used, self.shared, np.uint64(SAMPLING_SALT))
 
     @property
     def rate(self) -> float:
