@@ -44,8 +44,6 @@ REJECTED = [
      "reads exactly (up to 2^63 - 1 written as digits, 2^53 with a fraction or exponent)"),
     (request("ts", received_at="yesterday"), "received_at: yesterday is not a valid timestamp"),
     (request("epoch", received_at=1763287200), "received_at: 1763287200 is not a valid timestamp"),
-    (request(...), "request_id: required but missing"),
-    (request("null-input", input_tokens=None), "input_tokens: required but missing"),
     (request("status", status="okay"), "status: okay is not one of ok, error, timeout, disconnected, rejected, "
      "cancelled"),
     (request("key", tenant_id="sk-proj-4f9Qx2LmZt7Rk1VbN8cYp3WdE6aHs0Jg"),
@@ -54,9 +52,32 @@ REJECTED = [
     (request("cached", cached_input_tokens=1200), "cached_within_input: cached_input_tokens must not exceed "
      "input_tokens (input_tokens=1000, cached_input_tokens=1200)"),
     (request("e2e", e2e_ms=100.0), "e2e_after_ttft: e2e_ms must not be below ttft_ms (e2e_ms=100.0, ttft_ms=300.0)"),
-    (request("no-ttft", ttft_ms=..., queue_ms=...), "ttft_ms: required when output_tokens > 0 and latency_measured"),
     (request("hashes", prefix_block_hashes=[1, 2.5]), "prefix_block_hashes: [1,2.5] is not a JSON array of integers "
      "(each within signed 64 bits)"),
+]
+
+# A required field missing: the JSON reader's rows carry no line to name a misspelt field from, so such a file is
+# staged again line by line, where the reason names the closest unknown field within a misspelling (1 edit for a name
+# of up to 7 characters, 2 beyond), and nothing when none is.
+MISSING = [
+    (request(...), "request_id: required but missing"),
+    (request("null-input", input_tokens=None), "input_tokens: required but missing"),
+    (request("no-ttft", ttft_ms=..., queue_ms=...), "ttft_ms: required when output_tokens > 0 and latency_measured"),
+    # input_tokens (12 characters) against input_tokns: one deletion, within 2.
+    ({**request("tokns", input_tokens=...), "input_tokns": 1000},
+     "input_tokens: required but missing, and the row has an unknown field input_tokns (did you mean input_tokens?)"),
+    # model (5 characters) against modle: one transposition, within 1; against mdl: 2 edits, beyond it.
+    ({**request("modle", model=...), "modle": "m70"},
+     "model: required but missing, and the row has an unknown field modle (did you mean model?)"),
+    ({**request("mdl", model=...), "mdl": "m70"}, "model: required but missing"),
+    # the closest of two: Input_Tokens (case aside, 0 edits) before inputtokens (1).
+    ({**request("two", input_tokens=...), "inputtokens": 1, "Input_Tokens": 2},
+     "input_tokens: required but missing, and the row has an unknown field Input_Tokens (did you mean "
+     "input_tokens?)"),
+    # ttft_ms (7 characters): ttftms is 1 edit away, ttft 3.
+    ({**request("ttftms", ttft_ms=..., queue_ms=...), "ttftms": 300.0, "ttft": 300.0},
+     "ttft_ms: required when output_tokens > 0 and latency_measured, and the row has an unknown field ttftms (did "
+     "you mean ttft_ms?)"),
 ]
 
 
@@ -92,10 +113,24 @@ def test_every_rejected_value_has_its_reason_through_the_json_reader(name: str, 
     assert reading == {path: READ_JSON}
     got = con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY source_line",
                       {"f": [str(p) for p in staged]}).fetchall()
-    # 22 lines: the first and the last valid, lines 2-21 each quarantined for its one broken rule.
-    assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(REJECTED, start=2)), (22, None)]
+    # 19 lines: the first and the last valid, lines 2-18 each quarantined for its one broken rule.
+    assert len(REJECTED) == 17
+    assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(REJECTED, start=2)), (19, None)]
     # Every column of every row, `raw` included, is what the line-by-line reader gives the same file.
     assert _staged(con, staged) == _line_by_line(con, path, tmp_path / "lines")
+
+
+@pytest.mark.parametrize("name", ["missing.jsonl", "missing.jsonl.gz"])
+def test_a_missing_required_field_names_a_misspelt_one_beside_it(name: str, tmp_path: Path, con) -> None:
+    path = write_jsonl(tmp_path / name, [request("ok-first"), *(r for r, _ in MISSING), request("ok-last")])
+    reading: dict[Path, str] = {}
+    staged = stage_gateway_files(con, [LandingFile(path, "jsonl")], tmp_path / "stage", window=WINDOW,
+                                 reading=reading)
+    assert reading == {path: LINE_BY_LINE}
+    got = con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY source_line",
+                      {"f": [str(p) for p in staged]}).fetchall()
+    assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(MISSING, start=2)),
+                   (len(MISSING) + 2, None)]
 
 
 def test_every_fault_line_gets_the_same_row_through_either_reader(tmp_path: Path, con) -> None:
@@ -113,9 +148,10 @@ def test_every_fault_line_gets_the_same_row_through_either_reader(tmp_path: Path
     files = [LandingFile(path, "jsonl") for path in paths]
     reading: dict[Path, str] = {}
     staged = stage_gateway_files(con, files, tmp_path / "stage", window=WINDOW, reading=reading)
-    # 46 of the 64 through the JSON reader: the 37 field cases but the repeated key, the 6 duplicate cases, and of the
-    # 21 line cases the CRLF ending, the unicode labels, the unknown fields and the last line without a newline.
-    assert sum(how == READ_JSON for how in reading.values()) == 46, reading
+    # 43 of the 64 through the JSON reader: the 37 field cases but the repeated key and the 3 of a required field
+    # missing (null, absent, empty request_id), the 6 duplicate cases, and of the 21 line cases the CRLF ending, the
+    # unicode labels, the unknown fields and the last line without a newline.
+    assert sum(how == READ_JSON for how in reading.values()) == 43, reading
     (tmp_path / "lines").mkdir()
     by_line = _stage_gateway_lines(con, dict(enumerate(files)), tmp_path / "lines" / "jsonl.parquet", WINDOW)
     assert _staged(con, staged) == _staged(con, by_line)

@@ -417,12 +417,32 @@ def raw_text(col: Column, text: str, kind: str | None = None) -> str:
     return f"(CASE {' '.join(parts)} ELSE {text} END)" if parts else f"({text})"
 
 
-def _column_reasons(col: Column, text: str, kind: str | None = None, label: str | None = None) -> str:
+def unknown_fields(table: Table, keys: str) -> str:
+    """SQL for the names in the VARCHAR[] `keys` (a record's field names) that are not columns of the contract."""
+    names = ", ".join(sql_literal(n) for n in table.column_names)
+    return f"list_filter({keys}, lambda k: k NOT IN ({names}))"
+
+
+def _did_you_mean(name: str, unknown: str) -> str:
+    """SQL for ', and the row has an unknown field X (did you mean <name>?)', X being the field of the VARCHAR[]
+    `unknown` (the row's fields the contract does not have) closest to `name` within a misspelling (a
+    Damerau-Levenshtein distance, case aside, of 1 for names up to 7 characters, 2 beyond); '' when none is."""
+    limit = 1 if len(name) < 8 else 2
+    closest = (f"list_filter(list_sort(list_transform({unknown}, lambda k: "
+               f"{{'d': damerau_levenshtein(lower(k), {sql_literal(name)}), 'k': k}})), "
+               f"lambda c: c.d <= {limit})[1].k")
+    return (f"coalesce(', and the row has an unknown field ' || left({closest}, 80) || "
+            f"{sql_literal(f' (did you mean {name}?)')}, '')")
+
+
+def _column_reasons(col: Column, text: str, kind: str | None = None, label: str | None = None,
+                    unknown: str | None = None) -> str:
     """One SQL CASE giving the first broken rule of a column as a phrase naming field, rule and value, or NULL.
 
     The value shown is the kept form (`raw_text`), so a reason never repeats what the quarantine may not keep.
     `label` names the field in the reason when it came from another format's field (an adapter's source field).
-    Without `kind`, the branches on the value's kind are left out, as in `raw_text`.
+    Without `kind`, the branches on the value's kind are left out, as in `raw_text`. `unknown`, a VARCHAR[] of
+    the row's fields the contract does not have, names a misspelling of a required field that is missing.
     """
     shown = f"left({raw_text(col, text, kind)}, 80)"
     n = col.name
@@ -433,7 +453,10 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
         branches.append(f"WHEN {kind} IN {_not_scalar(col)!r} "
                         f"THEN format('{f}: a value of type {{}} is not a valid {col.logical_type}', {kind})")
     if col.required:
-        branches.append(f"WHEN {blank} THEN {sql_literal(f'{label or n}: required but missing')}")
+        missing = sql_literal(f'{label or n}: required but missing')
+        if unknown is not None:
+            missing = f"{missing} || {_did_you_mean(n, unknown)}"
+        branches.append(f"WHEN {blank} THEN {missing}")
     else:
         branches.append(f"WHEN {blank} THEN NULL")
     if col.physical_type.upper() == "VARCHAR" and not col.accept_numbers and kind is not None:
@@ -477,8 +500,10 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
     reason = "CASE " + " ".join(branches) + " END"
     if col.required_when:
         when = col.required_when
-        reason = (f"coalesce({reason}, CASE WHEN {n} IS NULL AND ({when}) "
-                  f"THEN {sql_literal(f'{label or n}: required when {when}')} END)")
+        required = sql_literal(f'{label or n}: required when {when}')
+        if unknown is not None:
+            required = f"{required} || {_did_you_mean(n, unknown)}"
+        reason = f"coalesce({reason}, CASE WHEN {n} IS NULL AND ({when}) THEN {required} END)"
     return reason
 
 
@@ -526,15 +551,18 @@ def _rule_reason(rule: RowRule, labels: dict[str, str] | None = None) -> str:
 
 def violation_reasons(table: Table, text_columns: dict[str, str] | None = None,
                       severities: tuple[str, ...] = ("error",), kinds: bool = False,
-                      labels: dict[str, str] | None = None) -> str:
+                      labels: dict[str, str] | None = None, unknown: str | None = None) -> str:
     """SQL for one VARCHAR: every broken rule of the row joined by '; ', NULL when the row is valid.
 
     Evaluated over a relation holding both the typed columns (by name) and their text (`<name>__text`), and their
-    value kinds (`<name>__kind`) when `kinds`. `labels` names columns by the fields they were read from.
+    value kinds (`<name>__kind`) when `kinds`. `labels` names columns by the fields they were read from;
+    `unknown`, a VARCHAR[] expression of the row's fields outside the contract, names misspelt required fields
+    (evaluated only for a row missing one).
     """
     text_columns = text_columns or {}
     labels = labels or {}
-    parts = [_column_reasons(c, text_of(c, text_columns), f"{c.name}__kind" if kinds else None, labels.get(c.name))
+    parts = [_column_reasons(c, text_of(c, text_columns), f"{c.name}__kind" if kinds else None, labels.get(c.name),
+                             unknown)
              for c in table.columns]
     rules = [r for r in table.row_rules if r.severity in severities]
     parts += [_rule_reason(r, labels) for r in rules]
@@ -570,7 +598,7 @@ def json_text_columns(table: Table, struct: str) -> str:
 
 def validation_query(table: Table, text_relation: str, passthrough: list[str], gate: str | None = None,
                      kinds: bool = False, labels: dict[str, str] | None = None, raw: str | None = None,
-                     keep_raw: str | None = None) -> str:
+                     keep_raw: str | None = None, unknown: str | None = None) -> str:
     """Type and judge every row of `text_relation`, which holds `<name>__text` for each contract column (and
     `<name>__kind` when `kinds`).
 
@@ -583,8 +611,10 @@ def validation_query(table: Table, text_relation: str, passthrough: list[str], g
     `keep_raw`, a condition on the typed columns, keeps `raw` only for the rows that break a rule or meet it (the
     rows a later rule may still quarantine) and leaves it NULL for the others: only quarantined rows keep it, and
     building it for every row cost about a third of staging a file.
+
+    `unknown` (see `violation_reasons`) names a misspelt field beside a required one that is missing.
     """
-    reason = violation_reasons(table, kinds=kinds, labels=labels)
+    reason = violation_reasons(table, kinds=kinds, labels=labels, unknown=unknown)
     if gate:
         reason = f"CASE WHEN {gate} IS NOT NULL THEN {gate} ELSE {reason} END"
     parses = parse_select(table, kinds=kinds)

@@ -34,6 +34,7 @@ from tokenledger.contracts import (
     json_value_columns,
     load_contract,
     struct_spec,
+    unknown_fields,
     validation_query,
 )
 from tokenledger.duck import literal_path, run_sql, sql_path, statement
@@ -177,13 +178,24 @@ def _parquet_shape(con: duckdb.DuckDBPyConnection, file: LandingFile) -> tuple:
 
 def _jsonl_text_relation(table: Table, lines: str) -> str:
     """Every physical line of a JSON Lines file (`lines`: source_line, text, line_problem) and `<name>__text`,
-    `<name>__kind` for every contract field of a record."""
-    return (f"SELECT source_line, line_problem, file_index, {json_text_columns(table, 'j')} FROM ("
+    `<name>__kind` for every contract field of a record, and the line itself as `__line` (for `UNKNOWN_FIELDS`)."""
+    return (f"SELECT source_line, line_problem, file_index, text AS __line, {json_text_columns(table, 'j')} FROM ("
             # json_transform is fed NULL for a non-object line: DuckDB may evaluate both branches of a CASE. The
             # line's one parse: a line that does not parse gets NULL (try), and its problem beside it.
-            f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, file_index, j FROM ("
-            f"SELECT source_line, line_problem, file_index, try(json_transform(CASE WHEN line_problem IS NULL THEN "
-            f"text END, '{struct_spec(table)}')) AS j FROM ({lines})))")
+            f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, file_index, text, j FROM ("
+            f"SELECT source_line, line_problem, file_index, text, try(json_transform(CASE WHEN line_problem IS NULL "
+            f"THEN text END, '{struct_spec(table)}')) AS j FROM ({lines})))")
+
+
+def _unknown_fields(table: Table) -> str:
+    """A line's fields outside the contract, from `_jsonl_text_relation`'s `__line`: the reasons name a misspelt
+    one beside a required field that is missing. Only a row missing one parses its line's keys again."""
+    return unknown_fields(table, "try(json_keys(__line))")
+
+
+# A reason the JSON reader's path cannot complete: its rows carry no line, so the line-by-line path, which can
+# name a misspelt field beside the missing one, stages the file again.
+_MISSING_REQUIRED = "regexp_matches(reason, ': required (but missing|when )')"
 
 
 def _passthrough(file_index: int, source: str, adapted: bool = False) -> list[str]:
@@ -332,7 +344,8 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
     `physical_lines` does not count (`lines`: the counts, when already taken), one the reader fails on (the one its
     error names, the others read again; without a name, each file alone), and one whose rows are not its lines one
     for one, or hold a row without any contract field (which may have been a line `null`, which the line-by-line
-    path quarantines as not an object)."""
+    path quarantines as not an object) or without a required one (the line-by-line path names a misspelt field
+    beside it)."""
     table = load_contract("gateway_request").table()
     keep_raw, day = _day_params(window)
     lines = lines or {index: physical_lines(file.path) for index, file in files.items()}
@@ -362,8 +375,8 @@ def _stage_read_json(con: duckdb.DuckDBPyConnection, files: dict[int, LandingFil
             alone = [_stage_read_json(con, {i: files[i]}, stage_dir, window, {i: lines[i]}) for i in todo]
             return [t for targets, _ in alone for t in targets], left + [i for _, rest in alone for i in rest]
         rows = {index: (count, empty_rows) for index, count, empty_rows in con.execute(
-            f"SELECT file_index, count(*), count(*) FILTER (WHERE {empty}) FROM read_parquet({sql_path(target)}) "
-            "GROUP BY ALL").fetchall()}
+            f"SELECT file_index, count(*), count(*) FILTER (WHERE ({empty}) OR {_MISSING_REQUIRED}) "
+            f"FROM read_parquet({sql_path(target)}) GROUP BY ALL").fetchall()}
         differ = [index for index in todo if rows.get(index, (0, 0)) != (lines[index], 0)]
         if not differ:
             return [target], left
@@ -389,7 +402,8 @@ def _stage_gateway_lines(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
     try:
         with jsonl_lines(con, paths) as (cur, lines):
             query = validation_query(table, _jsonl_text_relation(table, lines), _LISTED_PASSTHROUGH,
-                                     gate="line_problem", kinds=True, keep_raw=keep_raw)
+                                     gate="line_problem", kinds=True, keep_raw=keep_raw,
+                                     unknown=_unknown_fields(table))
             _write_staged(cur, query, target, params)
     except (duckdb.Error, LedgerError):
         if len(files) == 1:
@@ -412,7 +426,7 @@ def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile
     keep_raw, day = _day_params(window)
     with jsonl_lines(con, file.path) as (cur, lines):
         query = validation_query(table, _jsonl_text_relation(table, lines), _passthrough(file_index, CANONICAL),
-                                 gate="line_problem", kinds=True, keep_raw=keep_raw)
+                                 gate="line_problem", kinds=True, keep_raw=keep_raw, unknown=_unknown_fields(table))
         try:
             _write_staged(cur, query, target, {"file": str(file.path), **day})
         except duckdb.Error as exc:
