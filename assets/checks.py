@@ -251,7 +251,9 @@ def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: Le
 
 
 def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionContext) -> list[tuple]:
-    """Per day and source: rows read, rows quarantined and the commonest reasons (field: rule, without values).
+    """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
+    the (at most three) files with most rows quarantined, each with its count and the first rule its first such line
+    broke.
     Records skipped as not requests are in neither: nothing is wrong with them."""
     return query_files(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
@@ -259,10 +261,16 @@ def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionCont
         "q AS (SELECT day, source, CASE WHEN regexp_matches(reason, '^\\w+:') "
         "      THEN regexp_extract(reason, '^(\\w+):', 1) ELSE trim(regexp_replace(reason, '\\(.*', '')) END "
         "      AS field, count(*) AS n "
-        "      FROM read_parquet($quarantine) GROUP BY ALL) "
+        "      FROM read_parquet($quarantine) GROUP BY ALL), "
+        "f AS (SELECT day, source, file, count(*) AS n, split_part(arg_min(reason, line), '; ', 1) AS first_reason, "
+        "      row_number() OVER (PARTITION BY day, source ORDER BY count(*) DESC, file) AS rank "
+        "      FROM read_parquet($quarantine) GROUP BY day, source, file) "
         "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
         "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC, field) FROM q "
-        "        WHERE q.day = r.day AND q.source = r.source) "
+        "        WHERE q.day = r.day AND q.source = r.source), "
+        "       (SELECT string_agg(format('{} ({:,} row(s); the first: {})', f.file, f.n, f.first_reason), ', ' "
+        "                          ORDER BY f.rank) "
+        "        FROM f WHERE f.day = r.day AND f.source = r.source AND f.rank <= 3) "
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
          "quarantine": _day_files(ledger, "quality", "quarantine", context)})
@@ -275,10 +283,10 @@ def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: Ledge
                                 ) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
     limit = ledger.max_quarantine_share
-    over = [(d, s, read, quarantined, reasons) for d, s, read, quarantined, reasons in rows
+    over = [(d, s, read, quarantined, reasons, files) for d, s, read, quarantined, reasons, files in rows
             if read and quarantined / read > limit]
-    examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}"
-                for d, s, r, q, reasons in over]
+    examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}; most from {files}"
+                for d, s, r, q, reasons, files in over]
     return dg.AssetCheckResult(
         passed=not over,
         description=(f"too many rows quarantined (limit {limit:.2%}): " + "; ".join(examples[:5]) +
@@ -295,7 +303,7 @@ def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: Ledge
              description="Warns when any row was quarantined, with the count per source and field.")
 def quarantine_empty(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     rows = _quarantine_by_source(ledger, context)
-    found = [(d, s, q, reasons) for d, s, _read, q, reasons in rows if q]
+    found = [(d, s, q, reasons) for d, s, _read, q, reasons, _files in rows if q]
     return dg.AssetCheckResult(
         passed=not found, severity=dg.AssetCheckSeverity.WARN,
         description=("; ".join(f"{d} {s}: {q:,} row(s) quarantined ({reasons})" for d, s, q, reasons in found)
@@ -339,24 +347,29 @@ def models_in_inventory(context: dg.AssetExecutionContext, ledger: LedgerResourc
 
 
 @table_check("core.gateway_requests", blocking=False, additional_deps=("core.deployments_daily",),
-             description="Every deployment in force on the day served at least one request (a warning: a model "
-                         "may be idle, but a silent one is often a log that never arrived).")
+             description="Every self-hosted (GPU) deployment in force on the day served at least one request (a "
+                         "warning: a model may be idle, but a silent one is often a log that never arrived). A "
+                         "hosted-API deployment with no request is only counted: it costs nothing unused.")
 def deployments_with_requests(context: dg.AssetExecutionContext, ledger: LedgerResource
                               ) -> dg.AssetCheckResult:
     silent = query_files(
-        "SELECT d.day, d.model, d.deployment_id FROM read_parquet($deployments) d "
+        "SELECT d.day, d.model, d.deployment_id, d.kind = 'api' FROM read_parquet($deployments) d "
         "ANTI JOIN read_parquet($requests) r ON r.day = d.day AND r.deployment_id = d.deployment_id "
         "GROUP BY ALL ORDER BY ALL",
         {"requests": _day_files(ledger, "core", "gateway_requests", context),
          "deployments": _day_files(ledger, "core", "deployments_daily", context)})
+    gpus = [(d, m, dep) for d, m, dep, api in silent if not api]
+    api = [(d, m, dep) for d, m, dep, hosted in silent if hosted]
+    idle_api = (f"{len(api)} hosted-API deployment-day(s) with no request (provider-managed: nothing to check)"
+                if api else "")
     return dg.AssetCheckResult(
-        passed=not silent, severity=dg.AssetCheckSeverity.WARN,
-        description=("deployments in force with no request that day: " + "; ".join(
-            f"{d} {dep} (model {m})" for d, m, dep in silent[:10])
-            + (f" and {len(silent) - 10} more" if len(silent) > 10 else "")
-            + ". If they served traffic, their logs are missing: land them and re-run the day." if silent
-            else "every deployment in force served requests"),
-        metadata={"deployments_without_requests": len(silent)},
+        passed=not gpus, severity=dg.AssetCheckSeverity.WARN,
+        description=("self-hosted deployments in force with no request that day: " + "; ".join(
+            f"{d} {dep} (model {m})" for d, m, dep in gpus[:10])
+            + (f" and {len(gpus) - 10} more" if len(gpus) > 10 else "")
+            + ". If they served traffic, their logs are missing: land them and re-run the day." if gpus
+            else "every self-hosted deployment in force served requests" + (f"; {idle_api}" if api else "")),
+        metadata={"deployments_without_requests": len(gpus), "api_deployments_without_requests": len(api)},
     )
 
 

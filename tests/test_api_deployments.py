@@ -319,3 +319,23 @@ def test_a_mixed_day_publishes_one_consistent_set_of_finance_tables(mixed_day: P
     reconciliation = {r["source"]: r for r in rows(mixed_day, "quality", "ingest_reconciliation_daily", DAY)}
     assert (reconciliation["litellm"]["rows_read"], reconciliation["litellm"]["rows_accepted"]) == (2, 2)
     assert all(r["balanced"] for r in reconciliation.values())
+
+
+def test_a_hosted_deployment_with_no_request_is_counted_not_warned(home: Path) -> None:
+    """gpt-api (hosted) and m8-onprem, moe-a and moe-b (self-hosted) serve nothing on the day: only the self-hosted
+    are warned about, as logs that may never have arrived; gpt-api is counted in the check's metadata (an unused
+    API costs nothing)."""
+    _api_home(home)
+    write_jsonl(gateway_dir(home, DAY) / "day.jsonl", [
+        request("m1"), request("c1", model="claude", deployment_id="claude-api", **UNTIMED)])
+    result = materialize(DAY, upto=["core/gateway_requests"])
+    assert result.success, failure_text(result)
+    (check,) = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+                and e.event_specific_data.asset_check_key.name == "deployments_with_requests"]
+    assert not check.passed
+    assert check.description == (
+        "self-hosted deployments in force with no request that day: 2026-11-16 m8-onprem (model m8); 2026-11-16 "
+        "moe-a (model moe); 2026-11-16 moe-b (model moe). If they served traffic, their logs are missing: land them "
+        "and re-run the day.")
+    assert (check.metadata["deployments_without_requests"].value,
+            check.metadata["api_deployments_without_requests"].value) == (3, 1)

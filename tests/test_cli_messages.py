@@ -49,10 +49,13 @@ def test_range_mistakes_name_the_option_given(home: Path, capsys: pytest.Capture
 def test_a_first_day_that_fails_leaves_its_pending_quarantine_queryable(home: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A new home whose first day is blocked (every row quarantined): nothing is published, the message says so
-    without a table of zero rows, and the quarantine the check names can be opened from the home folder."""
+    without a table of zero rows, names the files with most rows quarantined (typo.jsonl's 4 rows before bad.jsonl's
+    3) with the misspelt field, and the quarantine the check names can be opened from the home folder."""
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
-    write_jsonl(gateway_dir(home, "2026-11-16") / "bad.jsonl",
-                [request(f"bad-{i}", status="okay") for i in range(3)])
+    folder = gateway_dir(home, "2026-11-16")
+    write_jsonl(folder / "bad.jsonl", [request(f"bad-{i}", status="okay") for i in range(3)])
+    write_jsonl(folder / "typo.jsonl", [{**request(f"typo-{i}", input_tokens=...), "input_tokns": 10}
+                                        for i in range(4)])
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         code = main(["run", "--home", str(home), "--start", "2026-11-16"])
@@ -60,10 +63,15 @@ def test_a_first_day_that_fails_leaves_its_pending_quarantine_queryable(home: Pa
     assert code == 1, printed
     assert "quality.quarantine_pending" in printed and "Published to" not in printed
     assert "Nothing of 2026-11-16 is published" in printed
+    typo = ("input_tokens: required but missing, and the row has an unknown field input_tokns (did you mean "
+            "input_tokens?)")
+    assert (f"2026-11-16 gateway: 7 of 7 rows (100.00%) quarantined, by field: input_tokens 4, status 3; most from "
+            f"{folder / 'typo.jsonl'} (4 row(s); the first: {typo}), {folder / 'bad.jsonl'} (3 row(s); the first: "
+            "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled)") in printed, printed
     monkeypatch.chdir(home)
     with duckdb.connect("warehouse.duckdb", read_only=True) as con:
-        assert con.execute("SELECT count(*), min(reason) FROM quality.quarantine_pending").fetchone() == (
-            3, "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled")
+        assert con.execute("SELECT count(*), min(reason), max(reason) FROM quality.quarantine_pending").fetchone() == (
+            7, typo, "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled")
 
 
 def test_a_long_warning_is_one_line_with_its_counts_the_worst_day_and_where_to_read_the_rest() -> None:
@@ -77,13 +85,13 @@ def test_a_long_warning_is_one_line_with_its_counts_the_worst_day_and_where_to_r
         "2026-11-16 (2); the first: 2026-11-16 anthropic: 3 row(s) quarantined (line is not valid JSON 3). All of "
         'it: tokenledger sql --home /h "SELECT * FROM quality.quarantine".')
     listed = "; ".join(f"2026-11-{d} api-{i} (model m{i})" for d in (17, 18, 19) for i in (1, 2, 3))
-    idle = (f"core/gateway_requests:deployments_with_requests: deployments in force with no request that day: "
-            f"{listed} and 9 more. If they served traffic, their logs are missing: land them and re-run the day.")
+    idle = (f"core/gateway_requests:deployments_with_requests: self-hosted deployments in force with no request that "
+            f"day: {listed} and 9 more. If they served traffic, their logs are missing: land them and re-run the day.")
     assert summarize_warning(idle, Path("/h")) == (
-        "core/gateway_requests:deployments_with_requests: deployments in force with no request that day: 18 entries "
-        "from 2026-11-17 on; the first: 2026-11-17 api-1 (model m1). If they served traffic, their logs are missing: "
-        "land them and re-run the day. All of it: the check in the Dagster UI (tokenledger ui) or tokenledger run "
-        "--verbose.")
+        "core/gateway_requests:deployments_with_requests: self-hosted deployments in force with no request that day: "
+        "18 entries from 2026-11-17 on; the first: 2026-11-17 api-1 (model m1). If they served traffic, their logs "
+        "are missing: land them and re-run the day. All of it: the check in the Dagster UI (tokenledger ui) or "
+        "tokenledger run --verbose.")
     short = "core/billing_charges:billing_fresh: 2026-11-16: no billing rows by 2026-11-18 12:00 UTC"
     assert summarize_warning(short, Path("/h")) == short
 
@@ -108,7 +116,7 @@ def test_a_ranged_runs_per_day_evaluations_of_one_check_read_as_one_message() ->
     from tokenledger.cli import _joined
 
     advice = ". If they served traffic, their logs are missing: land them and re-run the day."
-    what = "deployments in force with no request that day: "
+    what = "self-hosted deployments in force with no request that day: "
     days = [what + "2026-11-17 a (model x)" + advice, what + "2026-11-18 a (model x); 2026-11-18 b (model y)" + advice]
     assert _joined(days) == what + "2026-11-17 a (model x); 2026-11-18 a (model x); 2026-11-18 b (model y)" + advice
     assert _joined(["2026-11-16 gateway: 8 row(s)", "2026-11-17 gateway: 2 row(s)"]) == \

@@ -187,7 +187,8 @@ def test_a_day_without_any_request_log_fails_unless_declared_idle(home: Path,
     # an idle day's deployments served nothing: a warning naming them, not a failure
     assert not warnings["deployments_with_requests"].passed
     assert warnings["deployments_with_requests"].description.startswith(
-        "deployments in force with no request that day: 2026-11-20 m70-h100 (model m70); 2026-11-20 m8-onprem")
+        "self-hosted deployments in force with no request that day: 2026-11-20 m70-h100 (model m70); "
+        "2026-11-20 m8-onprem")
     assert rows(home, "core", "gateway_requests", "2026-11-20") == []
     recon = rows(home, "quality", "ingest_reconciliation_daily", "2026-11-20", where="source = 'gateway'")[0]
     assert recon["rows_read"] == 0 and recon["balanced"]
