@@ -8,6 +8,10 @@ test uses the same clients it would against AWS: boto3, pyarrow's S3FileSystem, 
     from tests.s3server import S3Server, s3_server_fixture  # noqa: F401  (the fixture `s3_server`)
     def test_x(s3_server: S3Server): s3_server.client().put_object(Bucket=s3_server.bucket, Key="k", Body=b"")
 
+moto checks a condition and stores the object in two steps, and its server answers requests on threads: two
+conditional puts racing for one key could both pass (seen: 2 of 8 racers under load). S3 itself lets exactly one
+win, so the server here is moto's application answering one request at a time (`serve`, `python -m tests.s3server`).
+
 `S3Server.start()` is the same server outside pytest (tokenledger/bench_objectstore.py). Where the server cannot
 start (moto not installed, no free port, the process exits), the fixture skips with the reason, except under
 CI=true, where it fails: CI must run the object-storage tests.
@@ -26,6 +30,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +112,8 @@ class S3Server:
             raise ServerUnavailable(f"moto's server mode is not installed ({exc})") from exc
         host, port = "127.0.0.1", free_port()
         with tempfile.TemporaryFile() as log:
-            process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
+            process = subprocess.Popen([sys.executable, "-m", "tests.s3server", host, str(port)],
+                                       cwd=Path(__file__).resolve().parents[1],
                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true",
                                             **({"INITIAL_NO_AUTH_ACTION_COUNT": str(authorized_after)}
@@ -156,3 +162,28 @@ def s3_server_fixture() -> Iterator[S3Server]:
         yield server
     finally:
         cm.__exit__(None, None, None)
+
+
+def serve(host: str, port: int) -> None:
+    """moto's server (as `python -m moto.server` runs it) answering one request at a time, so that a conditional
+    put's check and write are one step, as on S3."""
+    import signal
+    import threading
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
+    os.environ.setdefault("MOTO_PORT", str(port))
+    app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def serialized(environ: dict, start_response: Any) -> list[bytes]:
+        with one_at_a_time:
+            return list(app(environ, start_response))
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    run_simple(host, port, serialized, threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))
