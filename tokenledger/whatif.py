@@ -197,7 +197,8 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
     the batch's values). A unit's caches (one shared, or one per replica) are replayed side by side, each batch's
     requests split by cache in arrival order; a cache's recency list is carried from one batch to the next. The
     replay runs on a thread of its own while DuckDB reads the next batches (at most two waiting, so memory stays
-    bounded). A request out of order stops the replay (never a wrong figure)."""
+    bounded), the infinite caches' sets on another. A request out of order stops the replay (never a wrong
+    figure)."""
     from tokenledger.lru import InfiniteCache, LruCache, cached_tokens
 
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
@@ -209,7 +210,7 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
     held: dict[int, int] = {}  # the replay thread's: the bytes of each infinite cache's set
     dropped = [False]  # set by the replay thread when the sets would pass infinite_cap
     last_seq: dict[tuple[int, int], int] = {}
-    waiting: deque[Future] = deque()
+    waiting: deque[list[Future]] = deque()
 
     def batch_work(batch: pa.RecordBatch) -> list[tuple[LruCache, InfiniteCache | None, np.ndarray]]:
         units, parts = (batch.column(c).to_numpy().astype(np.int64) for c in ("unit_id", "cache_part"))
@@ -233,21 +234,30 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                 work.append((caches[key], None if infinite is None else infinite.get(key), chosen))
         return work
 
-    def replay_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, InfiniteCache | None, np.ndarray]]) -> None:
+    def arrays(batch: pa.RecordBatch) -> tuple[np.ndarray, ...]:
+        """A batch's hash lists (offsets, values) and per-request tokens, read in place."""
         hashes = batch.column("hashes")
-        offsets = hashes.offsets.to_numpy().astype(np.int64)
-        values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        input_tokens, block_tokens = (batch.column(c).to_numpy().astype(np.int64)
-                                      for c in ("input_tokens", "kv_block_tokens"))
+        return (hashes.offsets.to_numpy().astype(np.int64),
+                hashes.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
+                *(batch.column(c).to_numpy().astype(np.int64) for c in ("input_tokens", "kv_block_tokens")))
+
+    def count_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, InfiniteCache | None, np.ndarray]]) -> None:
+        """The infinite caches' part of a batch, on a thread of its own (the sets are the replay's other half)."""
+        offsets, values, input_tokens, block_tokens = arrays(batch)
+        for _, seen, requests in work:
+            if seen is None or dropped[0]:
+                continue
+            seen.replay(offsets, values, input_tokens, block_tokens, requests)
+            held[id(seen)] = seen.nbytes
+            if infinite_cap is not None and sum(held.values()) > infinite_cap:
+                dropped[0] = True  # the sets would take too much memory: DuckDB counts it instead
+                for other in list(infinite.values()) if infinite is not None else []:
+                    other.release()
+
+    def replay_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, InfiniteCache | None, np.ndarray]]) -> None:
+        offsets, values, input_tokens, block_tokens = arrays(batch)
         verdicts: dict[int, np.ndarray] = {}  # the sample's verdict on the batch's blocks, once per sampling plan
-        for cache, seen, requests in work:
-            if seen is not None and not dropped[0]:
-                seen.replay(offsets, values, input_tokens, block_tokens, requests)
-                held[id(seen)] = seen.nbytes
-                if infinite_cap is not None and sum(held.values()) > infinite_cap:
-                    dropped[0] = True  # the sets would take too much memory: DuckDB counts it instead
-                    for other in list(infinite.values()) if infinite is not None else []:
-                        other.release()
+        for cache, _, requests in work:
             kept = None
             if cache.sampling is not None:
                 kept = verdicts.get(id(cache.sampling))
@@ -255,14 +265,19 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                     kept = verdicts[id(cache.sampling)] = cache.sampling.kept(values)
             cache.replay(offsets, values, input_tokens, block_tokens, requests, kept)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="tokenledger-lru") as pool:
+    with (ThreadPoolExecutor(1, thread_name_prefix="tokenledger-lru") as pool,
+          ThreadPoolExecutor(1, thread_name_prefix="tokenledger-infinite") as sets):
         for batch in reader:
             if batch.num_rows:
-                waiting.append(pool.submit(replay_batch, batch, batch_work(batch)))
+                work = batch_work(batch)
+                waiting.append([pool.submit(replay_batch, batch, work)] + (
+                    [sets.submit(count_batch, batch, work)] if infinite is not None else []))
             while len(waiting) > 2:
-                waiting.popleft().result()
+                for future in waiting.popleft():
+                    future.result()
         while waiting:
-            waiting.popleft().result()
+            for future in waiting.popleft():
+                future.result()
     totals: dict[tuple[int, int], float] = {}
     replayed: dict[int, int] = {}
     for unit_id in {u for u, _ in caches}:
