@@ -1,5 +1,5 @@
 """The compiled LRU replay (tokenledger/lru.py): exact against a cache replayed one block at a time, and its SHARDS
-estimate worked by hand."""
+estimate worked by hand; the compiled infinite cache against a set and by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tokenledger import lru
-from tokenledger.lru import LruCache, Sampling, cached_tokens
+from tokenledger.lru import InfiniteCache, LruCache, Sampling, cached_tokens
 
 
 def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tokens: int) -> int:
@@ -142,3 +142,49 @@ def test_the_sample_keeps_about_one_block_in_every() -> None:
     shared = ids[::1000]
     verdict = Sampling(9, shared).kept(ids)
     assert (verdict[::1000] == 1).all() and int((verdict == 1).sum()) == len(shared)
+
+
+def _infinite_by_the_book(requests: list[tuple[list[int], int]], block_tokens: int) -> int:
+    """The infinite cache's cached tokens, a request at a time: its leading run of blocks seen before, then all of its
+    blocks seen."""
+    seen: set[int] = set()
+    total = 0
+    for hashes, tokens in requests:
+        run = next((i for i, h in enumerate(hashes) if h not in seen), len(hashes))
+        total += min(run * block_tokens, tokens)
+        seen.update(hashes)
+    return total
+
+
+def test_the_compiled_infinite_cache_agrees_with_a_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two slots to start with: the table grows (and is rehashed) within the replay; block 0 and repeats within a
+    # request are among the random hashes.
+    monkeypatch.setattr(lru, "INITIAL_NODES", 2)
+    rng = np.random.default_rng(44)
+    for _ in range(200):
+        requests = _random_requests(rng, prefixes_only=False)
+        offsets, values, inputs, blocks = _arrays(requests)
+        cache, start = InfiniteCache(), 0
+        while start < len(requests):
+            end = min(len(requests), start + int(rng.integers(1, 8)))
+            cache.replay(offsets, values, inputs, blocks, np.arange(start, end))
+            start = end
+        assert cache.cached_tokens == _infinite_by_the_book(requests, 4), requests
+
+
+def test_the_infinite_cache_by_hand() -> None:
+    a, b, c, d, e, f = 101, 102, 103, 104, 105, 106
+    # Blocks of 4 tokens. [A B C] of 10 tokens finds nothing: 0. [A B D] of 12: A B seen, D not: 8. [E] of 3: 0.
+    # [A B C F] of 15: A B C seen: 12. [A B C] of 9: all three seen, 12 tokens, but only its 9: 9. 0 + 8 + 0 + 12 + 9
+    # = 29, as sql/whatif_infinite.sql gives (tests/test_whatif.py).
+    cache = InfiniteCache()
+    requests = [([a, b, c], 10), ([a, b, d], 12), ([e], 3), ([a, b, c, f], 15), ([a, b, c], 9)]
+    offsets, values, inputs, blocks = _arrays(requests)
+    cache.replay(offsets, values, inputs, blocks, np.arange(5))
+    assert cache.cached_tokens == 29
+    # Block 0 is a block like any other, and a block twice in one request is new only at its first place: [0 7 0] of
+    # 12 finds nothing: 0. [0 7] of 8: both seen: 8. [7 5 7] of 12: 7 seen, 5 not: 4. 0 + 8 + 4 = 12.
+    cache = InfiniteCache()
+    offsets, values, inputs, blocks = _arrays([([0, 7, 0], 12), ([0, 7], 8), ([7, 5, 7], 12)])
+    cache.replay(offsets, values, inputs, blocks, np.arange(3))
+    assert cache.cached_tokens == 12

@@ -218,6 +218,34 @@ def test_the_infinite_cache_taken_run_by_run_is_the_same(tmp_path: Path, monkeyp
     assert not list(tmp_path.glob("whatif_first_sightings-*"))  # the runs' files are removed
 
 
+def test_the_infinite_cache_counted_in_the_lru_stream_is_the_same(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenledger import lake, whatif
+
+    # Every infinite scenario of SCENARIOS shares its scope and routing with an LRU one: it is counted in the LRU
+    # pass's stream, and DuckDB writes no first sightings. With no memory for the stream's sets (a share of 0 of
+    # DuckDB's limit) they are dropped and DuckDB counts each infinite cache, one file of first sightings each (a
+    # small day is one run). The figures are the same either way: 29, 29 and 20 tokens, worked by hand in
+    # test_five_requests_through_every_cache_by_hand.
+    written: list[str] = []
+    real = lake.write_query
+
+    def counted(con, query, target, *args, **kwargs):
+        if target.name.startswith("whatif_first_sightings-"):
+            written.append(target.name)
+        return real(con, query, target, *args, **kwargs)
+
+    monkeypatch.setattr(lake, "write_query", counted)
+    streamed = _replayed(tmp_path / "stream", FIVE)
+    assert written == []
+    monkeypatch.setattr(whatif, "INFINITE_MEMORY_SHARE", 0)
+    by_duckdb = _replayed(tmp_path / "duckdb", FIVE)
+    assert written == ["whatif_first_sightings-000.parquet"] * 3
+    assert streamed == by_duckdb
+    assert {s: streamed[s] for s in ("infinite", "infinite-affine", "infinite-random")} == {
+        "infinite": 29, "infinite-affine": 29, "infinite-random": 20}
+
+
 def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:
     # Both requests are one block of 4 tokens; the second is cached whole, yet holds 1 token only.
     only = [("infinite", "infinite", None, None, "shared", None)]

@@ -285,6 +285,92 @@ def _fill(keys, used, blocks, salt):
         used[i] = True
 
 
+@njit(nogil=True, cache=True)
+def _infinite(keys, meta, offsets, values, input_tokens, block_tokens, requests, start, fill, cached):
+    """The infinite cache over requests[start:] (as `_replay`'s): each request's leading run of blocks seen in an
+    earlier request, in tokens up to its input, added to cached[0]; then its blocks are seen. The set of blocks seen
+    is an open-addressing table `keys` (0: a free slot; block 0 itself is meta[1]), meta[0] the blocks in it.
+    Returns how many requests were replayed: fewer when the next one could take the table past `fill` blocks (the
+    caller grows it and calls again)."""
+    mask = len(keys) - 1
+    for q in range(start, len(requests)):
+        r = requests[q]
+        first = offsets[r]
+        n = offsets[r + 1] - first
+        if meta[0] + n > fill:
+            return q
+        miss = n
+        for j in range(n):
+            block = values[first + j]
+            if block == 0:
+                if meta[1] == 0:
+                    meta[1] = 1
+                    miss = min(miss, j)
+                continue
+            i = np.int64(_mix(block) & np.uint64(mask))
+            while keys[i] != 0 and keys[i] != block:
+                i = (i + 1) & mask
+            if keys[i] == 0:
+                keys[i] = block
+                meta[0] += 1
+                miss = min(miss, j)
+        cached[0] += min(miss * block_tokens[r], input_tokens[r])
+    return len(requests)
+
+
+@njit(nogil=True, cache=True)
+def _reinsert(keys, old):
+    mask = len(keys) - 1
+    for block in old:
+        if block != 0:
+            i = np.int64(_mix(block) & np.uint64(mask))
+            while keys[i] != 0:
+                i = (i + 1) & mask
+            keys[i] = block
+
+
+class InfiniteCache:
+    """The infinite cache of one cache (a unit's shared one, or a replica's), counted in the LRU pass's stream
+    (tokenledger/whatif.py): the same figure as sql/whatif_first_sightings.sql and sql/whatif_infinite.sql (a
+    request's cached prefix is its leading run of blocks sighted in an earlier request), from a set of the blocks
+    seen, 8 bytes a slot, grown to stay at most FILL full."""
+
+    FILL = 0.7
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(INITIAL_NODES, dtype=np.int64)
+        self.meta = np.zeros(2, dtype=np.int64)  # blocks in the table, block 0 seen
+        self.cached = np.zeros(1, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes)
+
+    def replay(self, offsets: np.ndarray, values: np.ndarray, input_tokens: np.ndarray, block_tokens: np.ndarray,
+               requests: np.ndarray) -> None:
+        """As `LruCache.replay`: requests (indices into the per-request arrays) in arrival order."""
+        done = 0
+        while done < len(requests):
+            done = _infinite(self.keys, self.meta, offsets, values, input_tokens, block_tokens, requests, done,
+                             int(len(self.keys) * self.FILL), self.cached)
+            if done < len(requests):
+                r = requests[done]
+                need = int(self.meta[0] + offsets[r + 1] - offsets[r])
+                slots = len(self.keys)
+                while need > slots * self.FILL:
+                    slots *= 2
+                old, self.keys = self.keys, np.zeros(slots, dtype=np.int64)
+                _reinsert(self.keys, old)
+
+    @property
+    def cached_tokens(self) -> int:
+        return int(self.cached[0])
+
+    def release(self) -> None:
+        """Free the set (its figure is no longer wanted)."""
+        self.keys = np.zeros(1, dtype=np.int64)
+
+
 class Sampling:
     """A SHARDS sample: a block is replayed when the top 32 bits of its salted hash are below 2^32 / `every` (the
     rate 1/every), or whole when it is one of `shared`."""

@@ -54,6 +54,10 @@ CHUNK_ACCESSES = 1 << 20
 # replayed whole (sql/whatif_shared_blocks.sql; docs/decisions.md, "LRU caches of large days are sampled").
 SHARED_SHARE = 0.001
 SHARED_SAMPLE_REQUESTS = 50_000
+# The infinite cache counted in the LRU pass's stream holds a set of every block seen, 8 bytes a slot, at most 70%
+# full: the 10M-request day's 71 million distinct blocks take ~1 GiB. Above this share of DuckDB's memory limit the
+# sets are dropped and DuckDB counts it, a run of hours at a time, in bounded memory (`_replay_infinite`).
+INFINITE_MEMORY_SHARE = 1 / 3
 
 
 def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = CHUNK_ACCESSES,
@@ -62,31 +66,39 @@ def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = 
     infinite cache's first sightings written to files in `scratch`); returns the number of (unit, scenario)
     results. `runs`: the files whatif_requests reads, in order, each a run of consecutive hours (None: it is one
     run), which the infinite cache takes one at a time. Each result says how it was found: `exact`, or `shards`
-    with its sampling rate, and the block accesses replayed (`sampling_plans`)."""
+    with its sampling rate, and the block accesses replayed (`sampling_plans`).
+
+    The infinite cache of a scope and routing whose LRU scenarios stream every unit it covers is counted in that
+    stream (tokenledger/lru.py's InfiniteCache: a set of the blocks seen, compiled), unless its sets would pass
+    INFINITE_MEMORY_SHARE of DuckDB's memory limit; else, and when no LRU scenario streams them, by DuckDB
+    (`_replay_infinite`). Both give the same figure (tests/test_whatif.py)."""
     accesses = dict(con.execute("SELECT u.unit_id, s.block_accesses FROM whatif_simulated AS s JOIN whatif_units "
                                 "AS u USING (unit)").fetchall())
     names = dict(con.execute("SELECT unit_id, unit FROM whatif_units").fetchall())
     results: list[tuple[str, str, int, str, float, int]] = []
     bounds: dict[tuple[str, str | None], dict[str, int]] = {}
-    for scope, routing in con.execute("SELECT DISTINCT scope, routing FROM whatif_scenario_units WHERE note IS NULL "
-                                      "AND cache = 'infinite' ORDER BY ALL").fetchall():
-        cached = bounds[(scope, routing)] = _replay_infinite(con, scope, routing, runs, scratch)
-        scenarios = con.execute(
-            "SELECT u.unit_id, s.unit, s.scenario FROM whatif_scenario_units AS s JOIN whatif_units AS u USING (unit) "
-            "WHERE s.note IS NULL AND s.cache = 'infinite' AND s.scope = $scope AND s.routing IS NOT DISTINCT FROM "
-            "$routing", {"scope": scope, "routing": routing}).fetchall()
-        results += [(unit, scenario, cached.get(unit, 0), "exact", 1.0, int(accesses.get(unit_id) or 0))
-                    for unit_id, unit, scenario in scenarios]
     lru = con.execute("SELECT u.unit_id, s.scope, s.routing, s.unit, s.scenario, s.cache_blocks "
                       "FROM whatif_scenario_units AS s JOIN whatif_units AS u USING (unit) "
                       "WHERE s.note IS NULL AND s.cache = 'lru'").fetchall()
+    infinite = con.execute("SELECT u.unit_id, s.scope, s.routing, s.unit, s.scenario FROM whatif_scenario_units AS s "
+                           "JOIN whatif_units AS u USING (unit) WHERE s.note IS NULL AND s.cache = 'infinite'"
+                           ).fetchall()
+    streamed = {key: {r[0] for r in lru if (r[1], r[2]) == key} for key in {(r[1], r[2]) for r in lru}}
+    in_stream = {key for key in {(r[1], r[2]) for r in infinite}
+                 if {r[0] for r in infinite if (r[1], r[2]) == key} <= streamed.get(key, set())}
+    stream_cap = int(memory_limit_bytes(con) * INFINITE_MEMORY_SHARE)
     plans = sampling_plans(con, sorted({r[0] for r in lru}))
     for scope, routing in sorted({(r[1], r[2]) for r in lru}, key=lambda k: (k[0], k[1] or "")):
         scenarios = [r for r in lru if (r[1], r[2]) == (scope, routing)]
         sizes: dict[int, set[int]] = {}
         for unit_id, *_, blocks in scenarios:
             sizes.setdefault(unit_id, set()).add(int(blocks))
-        cached, replayed = _replay_lru(con, scope, routing, sizes, chunk_accesses, plans)
+        cap = stream_cap if (scope, routing) in in_stream else None
+        cached, replayed, counted = _replay_lru(con, scope, routing, sizes, chunk_accesses, plans, cap)
+        if counted is not None:
+            bounds[(scope, routing)] = {names[unit_id]: tokens for unit_id, tokens in counted.items()}
+        elif (scope, routing) in {(r[1], r[2]) for r in infinite}:  # no stream for it, or its sets grew too large
+            bounds[(scope, routing)] = _replay_infinite(con, scope, routing, runs, scratch)
         bound = bounds.get((scope, routing), {})
         for unit_id, _, _, unit, scenario, blocks in scenarios:
             plan = plans.get(unit_id)
@@ -97,6 +109,10 @@ def replay(con: duckdb.DuckDBPyConnection, scratch: Path, chunk_accesses: int = 
                 tokens = min(tokens, bound[names[unit_id]])
             results.append((unit, scenario, round(tokens), "exact" if plan is None else "shards",
                             1.0 if plan is None else plan.rate, replayed.get(unit_id, 0)))
+    for scope, routing in {(r[1], r[2]) for r in infinite} - set(bounds):
+        bounds[(scope, routing)] = _replay_infinite(con, scope, routing, runs, scratch)
+    results += [(unit, scenario, bounds[(scope, routing)].get(unit, 0), "exact", 1.0, int(accesses.get(unit_id) or 0))
+                for unit_id, scope, routing, unit, scenario in infinite]
     fields = [("unit", pa.string()), ("scenario", pa.string()), ("cached_tokens", pa.int64()),
               ("method", pa.string()), ("sampling_rate", pa.float64()), ("sampled_accesses", pa.int64())]
     table = pa.table({name: pa.array([r[i] for r in results], kind) for i, (name, kind) in enumerate(fields)})
@@ -166,9 +182,13 @@ def _replay_infinite(con: duckdb.DuckDBPyConnection, scope: str, routing: str | 
 
 
 def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None, sizes: dict[int, set[int]],
-                chunk_accesses: int, plans: dict[int, Sampling]) -> tuple[dict[tuple[int, int], float], dict[int, int]]:
+                chunk_accesses: int, plans: dict[int, Sampling], infinite_cap: int | None = None
+                ) -> tuple[dict[tuple[int, int], float], dict[int, int], dict[int, int] | None]:
     """Cached tokens per (unit_id, cache size in blocks) for one scope and routing, every size in one pass, and the
     block accesses replayed per unit: exactly, or a unit of `plans` sampled (estimated tokens, tokenledger/lru.py).
+    With `infinite_cap` (bytes), also the infinite cache's cached tokens per unit, counted exactly over every block
+    of the same stream (tokenledger/lru.py's InfiniteCache; the sample concerns the LRU caches only), or None when
+    its sets would pass the cap (the caller asks DuckDB instead, `_replay_infinite`).
 
     The requests are read in the order whatif_requests was written (no sort: DuckDB keeps the files' order in a
     scan without ORDER BY): a day's hour files one after the other, each by unit and arrival, so every unit's
@@ -177,18 +197,22 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
     the batch's values). A unit's caches (one shared, or one per replica) are replayed side by side, each batch's
     requests split by cache in arrival order; a cache's recency list is carried from one batch to the next. The
     replay runs on a thread of its own while DuckDB reads the next batches (at most two waiting, so memory stays
-    bounded). A request out of order stops the replay (never a wrong figure)."""
-    from tokenledger.lru import LruCache, cached_tokens
+    bounded), the infinite caches' sets on another. A request out of order stops the replay (never a wrong
+    figure)."""
+    from tokenledger.lru import InfiniteCache, LruCache, cached_tokens
 
     params = {"scope": scope, "routing": routing, "unit_ids": sorted(sizes)}
     text = statement("whatif_lru_requests")
     # A relation, not an executed result: DuckDB streams its batches instead of copying the whole result first.
     reader = con.sql(text, params=used_params(text, params)).to_arrow_reader(max(1, chunk_accesses // 512))
     caches: dict[tuple[int, int], LruCache] = {}  # by (unit_id, cache_part)
+    infinite: dict[tuple[int, int], InfiniteCache] | None = None if infinite_cap is None else {}
+    held: dict[int, int] = {}  # the replay thread's: the bytes of each infinite cache's set
+    dropped = [False]  # set by the replay thread when the sets would pass infinite_cap
     last_seq: dict[tuple[int, int], int] = {}
-    waiting: deque[Future] = deque()
+    waiting: deque[list[Future]] = deque()
 
-    def batch_work(batch: pa.RecordBatch) -> list[tuple[LruCache, np.ndarray]]:
+    def batch_work(batch: pa.RecordBatch) -> list[tuple[LruCache, InfiniteCache | None, np.ndarray]]:
         units, parts = (batch.column(c).to_numpy().astype(np.int64) for c in ("unit_id", "cache_part"))
         seq = batch.column("seq").to_numpy()
         work = []
@@ -205,17 +229,35 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                 last_seq[key] = int(order[-1])
                 if key not in caches:
                     caches[key] = LruCache(np.array(sorted(sizes[unit_id])), plans.get(unit_id))
-                work.append((caches[key], chosen))
+                    if infinite is not None:
+                        infinite[key] = InfiniteCache()
+                work.append((caches[key], None if infinite is None else infinite.get(key), chosen))
         return work
 
-    def replay_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, np.ndarray]]) -> None:
+    def arrays(batch: pa.RecordBatch) -> tuple[np.ndarray, ...]:
+        """A batch's hash lists (offsets, values) and per-request tokens, read in place."""
         hashes = batch.column("hashes")
-        offsets = hashes.offsets.to_numpy().astype(np.int64)
-        values = hashes.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        input_tokens, block_tokens = (batch.column(c).to_numpy().astype(np.int64)
-                                      for c in ("input_tokens", "kv_block_tokens"))
+        return (hashes.offsets.to_numpy().astype(np.int64),
+                hashes.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
+                *(batch.column(c).to_numpy().astype(np.int64) for c in ("input_tokens", "kv_block_tokens")))
+
+    def count_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, InfiniteCache | None, np.ndarray]]) -> None:
+        """The infinite caches' part of a batch, on a thread of its own (the sets are the replay's other half)."""
+        offsets, values, input_tokens, block_tokens = arrays(batch)
+        for _, seen, requests in work:
+            if seen is None or dropped[0]:
+                continue
+            seen.replay(offsets, values, input_tokens, block_tokens, requests)
+            held[id(seen)] = seen.nbytes
+            if infinite_cap is not None and sum(held.values()) > infinite_cap:
+                dropped[0] = True  # the sets would take too much memory: DuckDB counts it instead
+                for other in list(infinite.values()) if infinite is not None else []:
+                    other.release()
+
+    def replay_batch(batch: pa.RecordBatch, work: list[tuple[LruCache, InfiniteCache | None, np.ndarray]]) -> None:
+        offsets, values, input_tokens, block_tokens = arrays(batch)
         verdicts: dict[int, np.ndarray] = {}  # the sample's verdict on the batch's blocks, once per sampling plan
-        for cache, requests in work:
+        for cache, _, requests in work:
             kept = None
             if cache.sampling is not None:
                 kept = verdicts.get(id(cache.sampling))
@@ -223,14 +265,19 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
                     kept = verdicts[id(cache.sampling)] = cache.sampling.kept(values)
             cache.replay(offsets, values, input_tokens, block_tokens, requests, kept)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="tokenledger-lru") as pool:
+    with (ThreadPoolExecutor(1, thread_name_prefix="tokenledger-lru") as pool,
+          ThreadPoolExecutor(1, thread_name_prefix="tokenledger-infinite") as sets):
         for batch in reader:
             if batch.num_rows:
-                waiting.append(pool.submit(replay_batch, batch, batch_work(batch)))
+                work = batch_work(batch)
+                waiting.append([pool.submit(replay_batch, batch, work)] + (
+                    [sets.submit(count_batch, batch, work)] if infinite is not None else []))
             while len(waiting) > 2:
-                waiting.popleft().result()
+                for future in waiting.popleft():
+                    future.result()
         while waiting:
-            waiting.popleft().result()
+            for future in waiting.popleft():
+                future.result()
     totals: dict[tuple[int, int], float] = {}
     replayed: dict[int, int] = {}
     for unit_id in {u for u, _ in caches}:
@@ -238,7 +285,12 @@ def _replay_lru(con: duckdb.DuckDBPyConnection, scope: str, routing: str | None,
         for size, tokens in cached_tokens(unit_caches).items():
             totals[(unit_id, size)] = tokens
         replayed[unit_id] = sum(c.accesses for c in unit_caches)
-    return totals, replayed
+    counted = None
+    if infinite is not None and not dropped[0]:
+        counted = {}
+        for (unit_id, _), seen in infinite.items():
+            counted[unit_id] = counted.get(unit_id, 0) + seen.cached_tokens
+    return totals, replayed, counted
 
 
 # --- a day -----------------------------------------------------------------------------------------------------
