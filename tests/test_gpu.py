@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    COSTS_YAML,
     DEPLOYMENTS_YAML,
     failure_text,
     gateway_dir,
@@ -61,13 +62,22 @@ def day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder.mkdir(parents=True)
     (folder / "dcgm-node-a.json").write_text(json.dumps(DCGM))
     (folder / "node-z.csv").write_text(SMI)
+    # A day of m70's 24 H100s at 1 USD a GPU-hour on the bill (576 USD, category gpu), and energy at 0.10 USD/kWh.
+    (home / "raw" / "billing" / "focus.csv").write_text(
+        "ChargePeriodStart,ChargePeriodEnd,EffectiveCost,BilledCost,BillingCurrency,ChargeCategory,ServiceCategory,"
+        "SkuId,Tags\n"
+        f'{DAY} 00:00:00,2026-11-18 00:00:00,576.00,576.00,USD,Usage,Compute,p5.48xlarge,'
+        '"{""tokenledger:deployment"": ""m70-h100""}"\n')
+    priced = COSTS_YAML.replace("    currency: USD\n", "    currency: USD\n    energy_price_per_kwh: 0.10\n")
+    (home / "config" / "costs.yaml").write_text(priced)
     # One compliant request of m70 in hour 0 with 3,960 output tokens: SLO goodput 3,960 / 3,600 s = 1.1 tokens/s.
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl",
                 [request(1, received_at=f"{DAY}T00:10:00Z", output_tokens=3960)])
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TOKENLEDGER_HOME", str(home))
         result = materialize(DAY, upto=["infra/gpu_usage_daily", "quality/ingest_reconciliation_daily",
-                                        "quality/quarantine"], run_config=lenient())
+                                        "quality/quarantine", "finance/cost_per_mtok_daily",
+                                        "finance/cost_reconciliation_daily"], run_config=lenient())
         assert result.success, failure_text(result)
     return home
 
@@ -140,3 +150,47 @@ def test_prometheus_gap_nan_and_smi_broken_line_reconcile(day: Path) -> None:
         ("GPU-a0", 300.0, "m70-h100"), ("GPU-a0", 500.0, "m70-h100"), ("GPU-a1", 600.0, "m70-h100"),
         ("GPU-a1", 700.0, "m70-h100"), ("GPU-a1", 800.0, "m70-h100"), ("GPU-z0", 250.0, None),
         ("GPU-z0", 270.0, None)]
+
+
+def test_cost_on_the_usage_basis_beside_the_allocation_basis(day: Path) -> None:
+    (m70,) = rows(day, "finance", "cost_per_mtok_daily", DAY, "deployment_id = 'm70-h100'")
+    # Allocation basis, unchanged: 576 USD / 3,960 compliant tokens x 1e6 = 145,454.55 $/MTok.
+    assert float(m70["cost_total"]) == 576.0
+    assert m70["cost_per_mtok_goodput"] == pytest.approx(576 / 3960 * 1e6)
+    # Usage basis: 7/6 of the 576 allocated GPU-hours were active, so 576 x (1 - (7/6) / 576) = 574.8333 USD paid
+    # for idle GPUs, and (576 - 574.8333) / 3,960 x 1e6 = 294.61 $/MTok under SLO for the active ones.
+    assert (m70["allocated_gpu_hours"], m70["active_gpu_hours"]) == pytest.approx((576.0, 7 / 6))
+    assert float(m70["cost_idle"]) == pytest.approx(576 - 7 / 6)
+    assert m70["cost_per_mtok_goodput_active"] == pytest.approx(7 / 6 / 3960 * 1e6)
+    # Energy, a line of its own: 387.5 kWh (mixed basis) x 0.10 USD = 38.75 USD, 9,785.35 $/MTok under SLO.
+    assert (m70["energy_kwh"], m70["power_basis"]) == (pytest.approx(387.5), "mixed")
+    assert float(m70["cost_energy"]) == pytest.approx(38.75)
+    assert m70["cost_energy_per_mtok_goodput"] == pytest.approx(38.75 / 3960 * 1e6)
+    # The bill still reconciles: energy is not a bill line and not in any cost_total.
+    (rec,) = rows(day, "finance", "cost_reconciliation_daily", DAY)
+    assert (float(rec["billed_effective_cost"]), float(rec["allocated_cost"]), rec["balanced"]) == (576.0, 576.0, True)
+
+
+def test_review_baseline_shows_measured_goodput_per_watt_and_flags_power_bought_throughput() -> None:
+    from datetime import date
+
+    from tokenledger.report import Review, power_text, power_warning
+
+    def usage(day: int, per_watt: float, raw: float) -> dict:
+        return {"day": date(2026, 11, day), "deployment_id": "m70-h100", "gpus": 24.0, "gpus_measured": 22,
+                "power_w": 9_600.0, "power_basis": "measured", "raw_throughput": raw, "slo_goodput": 0.0,
+                "goodput_per_watt": per_watt, "goodput_per_watt_nominal": 0.25}
+
+    # 16th -> 17th: raw throughput 100 -> 120 tok/s, goodput per watt 0.5 -> 0.4: flagged.
+    history = [usage(16, 0.5, 100.0), usage(17, 0.4, 120.0)]
+    review = Review(day=date(2026, 11, 17), capacity=[], plan=[], load=[], slo=[], cost_history=[], policy={},
+                    gpu_usage_history=history)
+    text = power_text(review, {"deployment_id": "m70-h100", "goodput_per_gpu": 160.0})
+    assert text.startswith("; goodput 160 tok/s per GPU and 0.4 tok/s per measured watt (measured power 9,600 W "
+                           "mean, 22 of 24.00 GPUs sampled; nominal 0.25)")
+    assert ("goodput per watt fell from 0.5 to 0.4 while raw throughput rose from 100 to 120 tok/s against "
+            "2026-11-16") in text
+    # Goodput per watt up with the throughput, or throughput down: no warning.
+    assert power_warning(usage(16, 0.4, 100.0), usage(17, 0.5, 120.0)) is None
+    assert power_warning(usage(16, 0.5, 120.0), usage(17, 0.4, 100.0)) is None
+    assert power_warning(None, usage(17, 0.4, 120.0)) is None

@@ -96,7 +96,7 @@ TABLES = (
     _t("core.cost_allocation_daily", "cost", "day x currency x source x placement x deployment_id x category",
        ("core.cost_lines", *_USAGE)),
     _t("finance.cost_per_mtok_daily", "cost", "day x model x deployment_id x currency",
-       ("core.cost_allocation_daily", *_USAGE), published=True, csv_export=True),
+       ("core.cost_allocation_daily", *_USAGE, "infra.gpu_usage_daily"), published=True, csv_export=True),
     _t("finance.tenant_showback_daily", "cost", "day x tenant_id x model x currency",
        ("finance.cost_per_mtok_daily", "core.usage_hourly"), published=True, csv_export=True),
     _t("finance.cost_reconciliation_daily", "cost", "day x currency",
