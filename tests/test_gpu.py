@@ -194,3 +194,20 @@ def test_review_baseline_shows_measured_goodput_per_watt_and_flags_power_bought_
     assert power_warning(usage(16, 0.4, 100.0), usage(17, 0.5, 120.0)) is None
     assert power_warning(usage(16, 0.5, 120.0), usage(17, 0.4, 100.0)) is None
     assert power_warning(None, usage(17, 0.4, 120.0)) is None
+
+
+def test_a_gpu_two_deployments_claim_stops_the_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = make_home(tmp_path / "home")
+    # m70-h100 claims host node-a, m8-onprem the UUIDs GPU-a*: both claim GPU-a0 and GPU-a1 all day.
+    claimed = DEPLOYMENTS_YAML.replace('    resource_ids: ["i-m70-*"]\n',
+                                       '    resource_ids: ["i-m70-*"]\n    gpu_hosts: ["node-a"]\n', 1)
+    claimed = claimed.replace("    rate_card: onprem-l40s\n",
+                              '    rate_card: onprem-l40s\n    gpu_uuids: ["GPU-a*"]\n', 1)
+    (home / "config" / "deployments.yaml").write_text(claimed)
+    folder = home / "raw" / "gpu" / f"dt={DAY}"
+    folder.mkdir(parents=True)
+    (folder / "dcgm-node-a.json").write_text(json.dumps(DCGM))
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(home))
+    result = materialize(DAY, selection=["core/deployments_daily", "core/gpu_samples"])
+    assert not result.success
+    assert ("GPU GPU-a0 (host node-a, index 0, pod llm/m70-0): m70-h100 and m8-onprem" in failure_text(result))
