@@ -3,7 +3,7 @@
 -- power_basis is 'measured' when every hour the deployment was in force was measured, 'nominal' when none was and
 -- 'mixed' otherwise; power_w is the day's mean total power (energy over 24 h) and goodput_per_watt the day's SLO
 -- goodput (compliant output / 86,400 s) over it: compliant output tokens per joule. The P95 is over every power
--- sample of the day (day_gpu_samples).
+-- sample of the day (day_gpu_samples). Sums are taken in DECIMAL so that a re-run gives the same bits.
 WITH spread AS (
     SELECT deployment_id, quantile_cont(value, 0.95) AS power_per_gpu_p95_w, count(DISTINCT gpu_uuid) AS gpus_measured
     FROM day_gpu_samples
@@ -21,22 +21,22 @@ days AS (
         deployment_id,
         mapped,
         arg_max(gpu_type, hour) AS gpu_type,
-        sum(gpus) / 24.0 AS gpus,
-        sum(allocated_gpu_hours) AS allocated_gpu_hours,
+        sum(gpus::DECIMAL(38, 12))::DOUBLE / 24.0 AS gpus,
+        sum(allocated_gpu_hours::DECIMAL(38, 12))::DOUBLE AS allocated_gpu_hours,
         sum(gpus_measured)::DOUBLE AS measured_gpu_hours,
         sum(power_samples)::BIGINT AS power_samples,
         count(*) FILTER (WHERE power_basis = 'measured') AS measured_hours,
         count(*) FILTER (WHERE power_basis = 'nominal' AND gpus > 0) AS nominal_hours,
-        sum(energy_kwh) FILTER (WHERE power_basis = 'measured') AS measured_energy_kwh,
-        sum(energy_kwh) AS energy_kwh,
-        sum(nominal_power_w) / 24.0 AS nominal_power_w,
-        sum(util_mean_pct * gpus_measured) / nullif(sum(gpus_measured) FILTER (WHERE util_mean_pct IS NOT NULL), 0)
-            AS util_mean_pct,
-        sum(sm_active_mean * gpus_measured)
+        sum(energy_kwh::DECIMAL(38, 12)) FILTER (WHERE power_basis = 'measured')::DOUBLE AS measured_energy_kwh,
+        sum(energy_kwh::DECIMAL(38, 12))::DOUBLE AS energy_kwh,
+        sum(nominal_power_w::DECIMAL(38, 9))::DOUBLE / 24.0 AS nominal_power_w,
+        sum((util_mean_pct * gpus_measured)::DECIMAL(38, 9))::DOUBLE
+            / nullif(sum(gpus_measured) FILTER (WHERE util_mean_pct IS NOT NULL), 0) AS util_mean_pct,
+        sum((sm_active_mean * gpus_measured)::DECIMAL(38, 12))::DOUBLE
             / nullif(sum(gpus_measured) FILTER (WHERE sm_active_mean IS NOT NULL), 0) AS sm_active_mean,
-        sum(active_gpu_hours) AS active_gpu_hours,
-        sum(raw_throughput) * 3600.0 AS output_tokens,
-        sum(slo_goodput) * 3600.0 AS compliant_output_tokens
+        sum(active_gpu_hours::DECIMAL(38, 12))::DOUBLE AS active_gpu_hours,
+        sum((raw_throughput * 3600.0)::DECIMAL(38, 6))::DOUBLE AS output_tokens,
+        sum((slo_goodput * 3600.0)::DECIMAL(38, 6))::DOUBLE AS compliant_output_tokens
     FROM day_gpu_usage_hourly
     GROUP BY model, deployment_id, mapped
 )

@@ -6,7 +6,8 @@
 -- force (gpu_active_floor_pct, default 5%); active GPU-hours add each GPU's share of active utilization samples.
 -- power_basis says which power goodput_per_watt is over: 'measured' when a GPU of the deployment was sampled in the
 -- hour, else 'nominal' (GPUs x gpu_power_w). GPUs sampled but claimed by no deployment are one row per hour with
--- mapped false and a NULL deployment. Every GPU deployment in force on the day has all 24 hours.
+-- mapped false and a NULL deployment. Every GPU deployment in force on the day has all 24 hours. Sums and means of
+-- samples are taken in DECIMAL (to 1e-6 of the unit), so a day re-run gives the same bits (decisions.md).
 WITH hours AS (
     SELECT
         range::INTEGER AS hour,
@@ -41,13 +42,13 @@ per_gpu AS (
         deployment_id,
         hour,
         gpu_uuid,
-        avg(value) FILTER (WHERE metric = 'power_w') AS power_w,
+        avg(value::DECIMAL(38, 6)) FILTER (WHERE metric = 'power_w')::DOUBLE AS power_w,
         count(*) FILTER (WHERE metric = 'power_w') AS power_samples,
-        avg(value) FILTER (WHERE metric = 'gpu_util_pct') AS util_pct,
+        avg(value::DECIMAL(38, 6)) FILTER (WHERE metric = 'gpu_util_pct')::DOUBLE AS util_pct,
         count(*) FILTER (WHERE metric = 'gpu_util_pct' AND value > active_floor_pct)
             / nullif(count(*) FILTER (WHERE metric = 'gpu_util_pct'), 0) AS active_share,
-        avg(value) FILTER (WHERE metric = 'sm_active') AS sm_active,
-        avg(value) FILTER (WHERE metric = 'fb_used_mib') AS fb_used_mib
+        avg(value::DECIMAL(38, 6)) FILTER (WHERE metric = 'sm_active')::DOUBLE AS sm_active,
+        avg(value::DECIMAL(38, 6)) FILTER (WHERE metric = 'fb_used_mib')::DOUBLE AS fb_used_mib
     FROM samples
     GROUP BY deployment_id, hour, gpu_uuid
 ),
@@ -64,11 +65,11 @@ measured AS (
         count(*) FILTER (WHERE g.power_samples > 0) AS gpus_measured,
         list(g.gpu_uuid ORDER BY g.gpu_uuid) AS gpu_uuids,
         sum(g.power_samples) AS power_samples,
-        sum(g.power_w) AS power_mean_w,
-        avg(g.util_pct) AS util_mean_pct,
-        sum(g.active_share) AS active_gpu_hours,
-        avg(g.sm_active) AS sm_active_mean,
-        avg(g.fb_used_mib) AS fb_used_mean_mib,
+        sum(g.power_w::DECIMAL(38, 9))::DOUBLE AS power_mean_w,
+        avg(g.util_pct::DECIMAL(38, 9))::DOUBLE AS util_mean_pct,
+        sum(g.active_share::DECIMAL(38, 12))::DOUBLE AS active_gpu_hours,
+        avg(g.sm_active::DECIMAL(38, 9))::DOUBLE AS sm_active_mean,
+        avg(g.fb_used_mib::DECIMAL(38, 9))::DOUBLE AS fb_used_mean_mib,
         any_value(s.power_per_gpu_p95_w) AS power_per_gpu_p95_w
     FROM per_gpu AS g
     LEFT JOIN spread AS s ON s.deployment_id IS NOT DISTINCT FROM g.deployment_id AND s.hour = g.hour
