@@ -1,10 +1,12 @@
 -- Every sample of one Prometheus range-query result (GET /api/v1/query_range, resultType matrix) as text: one row
 -- per [timestamp, "value"] pair of each series, with the series' labels by the names of the gpu_prometheus contract.
--- source_line numbers the samples in the file's order (series by series, value by value); `json_path` says where the sample
--- is in the document (result[i].values[j], from 0). `{path}` is the file (duck.sql_path), `{max_bytes}` its size.
+-- source_line numbers the samples in the file's order (series by series, value by value); `json_path` says where
+-- the sample is in the document (result[i].values[j], from 0). Filled in: the file (duck.sql_path), its size once
+-- decompressed and its compression ('gzip' or 'none').
 WITH doc AS (
     SELECT data
-    FROM read_json({path}, format = 'unstructured', records = true, maximum_object_size = {max_bytes},
+    FROM read_json({path}, format = 'unstructured', records = true, compression = {compression},
+                   maximum_object_size = {max_bytes},
                    columns = {'data': 'STRUCT(resultType VARCHAR, result STRUCT(metric MAP(VARCHAR, VARCHAR), "values" JSON[])[])'})
 ),
 series AS (

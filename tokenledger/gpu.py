@@ -77,10 +77,14 @@ def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
     """One Prometheus range-query result, every sample typed and judged by the gpu_prometheus contract."""
     path = file.path
     max_bytes = _document_bytes(path)
+    # Said, not detected: DuckDB detects it by the name's extension, which the escapes of a path it must read
+    # literally (duck.sql_path) can hide.
+    compression = "gzip" if path.name.endswith(".gz") else "none"
     try:
         head = con.execute(
             f"SELECT status, error, data.resultType FROM read_json({sql_path(path)}, format = 'unstructured', "
-            f"records = true, maximum_object_size = {max_bytes}, columns = {{'status': 'VARCHAR', "
+            f"records = true, compression = '{compression}', maximum_object_size = {max_bytes}, "
+            "columns = {'status': 'VARCHAR', "
             "'error': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR)'})").fetchall()
     except duckdb.Error as exc:
         raise read_error(path, "a Prometheus query_range result (JSON)", exc) from None
@@ -93,7 +97,8 @@ def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
                              "GET /api/v1/query_range (resultType matrix) or move the file out of the landing "
                              "folder, then re-run the day.")
     table = load_contract("gpu_prometheus").table()
-    text = statement("gpu_prometheus_samples", path=sql_path(path), max_bytes=str(max_bytes))
+    text = statement("gpu_prometheus_samples", path=sql_path(path), max_bytes=str(max_bytes),
+                     compression=f"'{compression}'")
     known = ", ".join(f"'{m}'" for m in DCGM_METRICS)
     skip = (f"CASE WHEN coalesce(metric__text NOT IN ({known}), false) THEN 'a series of ' || metric__text || "
             "', which is not read' WHEN lower(trim(value__text)) = 'nan' THEN 'NaN sample: no measurement' END")
