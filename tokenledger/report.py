@@ -726,12 +726,17 @@ def power_text(review: Review, cap: Row) -> str:
     return text + (f"; {warning}" if warning else "")
 
 
+# How far goodput per watt must fall below the previous day's to be flagged: day-to-day noise in measured power
+# moves it by a percent or two.
+POWER_DROP = 0.05
+
+
 def power_warning(previous: Row | None, today: Row) -> str | None:
-    """Seed 003's sign of capacity bought by piling on power: goodput per watt below the previous day's while raw
-    throughput rose. None when it did not happen or cannot be told."""
+    """Seed 003's sign of capacity bought by piling on power: goodput per watt more than POWER_DROP below the
+    previous day's while raw throughput rose. None when it did not happen or cannot be told."""
     values = (previous or {}).get("goodput_per_watt"), today.get("goodput_per_watt")
     raw = (previous or {}).get("raw_throughput"), today.get("raw_throughput")
-    if None in values or None in raw or not (values[1] < values[0] and raw[1] > raw[0]):
+    if None in values or None in raw or not (values[1] < (1 - POWER_DROP) * values[0] and raw[1] > raw[0]):
         return None
     return (f"WARNING: goodput per watt fell from {fmt(values[0], 'rate')} to {fmt(values[1], 'rate')} while raw "
             f"throughput rose from {fmt(raw[0], 'rate')} to {fmt(raw[1], 'rate')} tok/s against {previous['day']}: "
