@@ -10,6 +10,7 @@ import duckdb
 from assets.daily import for_each_day
 from assets.tables import table_asset
 from pipelines.resources import LedgerResource
+from tokenledger.gpu import ingest_gpu_day
 from tokenledger.ingest import (
     LINE_BY_LINE,
     READ_JSON,
@@ -81,3 +82,15 @@ def billing_charges(context: dg.AssetExecutionContext, ledger: LedgerResource) -
         return _counts(ingest_billing_day(con, ledger.layout, window, scratch, staged["exports"]))
 
     return for_each_day(context, ledger, day_fn)
+
+
+@table_asset("core.gpu_samples")
+def gpu_samples(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every GPU telemetry sample of the UTC day, one measure a row, with the deployment its GPU was mapped to.
+
+    Grain: day x GPU x measure x sampled_at. Source: raw/gpu/dt=YYYY-MM-DD/ (Prometheus range-query results of the
+    DCGM exporter, *.json; nvidia-smi CSV logs, *.csv), typed by data_contracts/gpu_prometheus.odcs.yaml and
+    gpu_nvidia_smi.odcs.yaml; GPUs mapped by config/deployments.yaml. Definition: docs/inputs.md, GPU telemetry.
+    """
+    return for_each_day(context, ledger,
+                        lambda con, window, scratch: _counts(ingest_gpu_day(con, ledger.layout, window, scratch)))

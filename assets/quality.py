@@ -13,8 +13,9 @@ from tokenledger.ingest import STAGES, DayWindow
 
 def _gather(ledger: LedgerResource, table: str, part: str):
     def day_fn(con, window: DayWindow, _scratch) -> dict[str, int]:
-        files = [literal_path(lake.day_file(ledger.layout.lake, "quality_parts", f"{part}_{s}", window.day))
-                 for s in STAGES]
+        parts = {s: lake.day_file(ledger.layout.lake, "quality_parts", f"{part}_{s}", window.day) for s in STAGES}
+        # A run that selects the quality tables without the GPU telemetry's ingest has no part of it yet.
+        files = [literal_path(path) for s, path in parts.items() if s != "gpu" or path.is_file()]
         rows = lake.write_query(con, statement(table), lake.day_file(ledger.layout.lake, "quality", table,
                                                                     window.day), {"files": files})
         return {"rows": rows}

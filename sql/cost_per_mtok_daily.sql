@@ -9,6 +9,11 @@
 -- never zero; cost_api is its price-sheet cost (sql/api_usage_costs.sql), and its classes are weighted by the sheet.
 -- source_cost is what the request logs' source said the requests cost (LiteLLM's spend), kept beside, never used;
 -- source_cost_difference = cost_total - source_cost.
+-- Beside the allocation basis, the usage basis (infra.gpu_usage_daily): cost_idle is the GPU cost of the allocated
+-- GPU-hours that were not active (cost_gpu x (1 - active_gpu_hours / allocated_gpu_hours)), and
+-- cost_per_mtok_goodput_active the cost without it per 1M compliant output tokens; cost_energy is the day's GPU energy
+-- (on its power_basis) at the policy's energy_price_per_kwh, a line of its own that is not in cost_total (the bill
+-- and the rate cards already hold the power the GPUs drew), in the policy's currency only.
 WITH deployments AS (
     SELECT deployment_id, arg_max(model, in_force_to) AS model, arg_max(gpu_type, in_force_to) AS gpu_type,
            sum(gpu_hours) / 24.0 AS gpus, arg_max(kind, in_force_to) AS kind
@@ -83,12 +88,20 @@ figures AS (
                            a.cache_write_per_mtok::DOUBLE)
              ELSE p.weight_recomputed END AS w_cache_write,
         CASE WHEN d.kind = 'api' THEN a.output_per_mtok::DOUBLE ELSE p.weight_output END AS w_output,
-        input_cached * w_cached + input_recomputed * w_recomputed + output_tokens * w_output AS weighted_tokens
+        input_cached * w_cached + input_recomputed * w_recomputed + output_tokens * w_output AS weighted_tokens,
+        g.allocated_gpu_hours,
+        g.active_gpu_hours,
+        g.energy_kwh,
+        g.power_basis,
+        CASE WHEN c.currency = p.currency THEN g.energy_kwh * p.energy_price_per_kwh END AS cost_energy,
+        CASE WHEN d.kind = 'gpu' AND g.active_gpu_hours IS NOT NULL AND g.allocated_gpu_hours > 0
+             THEN c.cost_gpu * (1 - least(g.active_gpu_hours / g.allocated_gpu_hours, 1)) END AS cost_idle
     FROM costs AS c
     JOIN deployments AS d USING (deployment_id)
     LEFT JOIN usage AS u USING (deployment_id)
     LEFT JOIN day_api_costs AS a USING (deployment_id)
     JOIN day_cost_policy AS p ON p.price_version = c.price_version
+    LEFT JOIN day_gpu_usage AS g ON g.deployment_id = c.deployment_id
 )
 SELECT
     $day::DATE AS day,
@@ -124,6 +137,14 @@ SELECT
     cost_total::DOUBLE / nullif(weighted_tokens, 0) * w_cache_write * 1e6 AS unit_cost_cache_write_per_mtok,
     price_sheet,
     CAST(source_cost AS DECIMAL(38, 12)) AS source_cost,
-    CAST(cost_total - source_cost AS DECIMAL(38, 12)) AS source_cost_difference
+    CAST(cost_total - source_cost AS DECIMAL(38, 12)) AS source_cost_difference,
+    allocated_gpu_hours,
+    active_gpu_hours,
+    CAST(cost_idle AS DECIMAL(38, 12)) AS cost_idle,
+    (cost_total - cost_idle)::DOUBLE / nullif(compliant_output_tokens, 0) * 1e6 AS cost_per_mtok_goodput_active,
+    energy_kwh,
+    power_basis,
+    CAST(cost_energy AS DECIMAL(38, 12)) AS cost_energy,
+    cost_energy::DOUBLE / nullif(compliant_output_tokens, 0) * 1e6 AS cost_energy_per_mtok_goodput
 FROM figures
 ORDER BY model, deployment_id, currency

@@ -136,7 +136,7 @@ SLOW_MODULES = {
     "test_focus_export.py": 11, "test_schedule_sensor.py": 10, "test_report.py": 9, "test_ingest_billing.py": 8,
     "test_cost_backfill.py": 7, "test_whatif.py": 7, "test_capacity_loadtest.py": 7, "test_faults.py": 7,
     "test_exports_datasets.py": 6, "test_loadtest_vllm.py": 6, "test_adapters.py": 5, "test_errors.py": 5,
-    "test_codex.py": 15,
+    "test_codex.py": 15, "test_gpu.py": 12,
 }
 
 

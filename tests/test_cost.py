@@ -127,7 +127,10 @@ TRAFFIC = [
 # The cost stage and what it reads; most tests run only these (the whole job, publishing included, where exports
 # are asserted).
 ALL_BUT_RECONCILIATION = ["core/deployments_daily", "core/gateway_requests", "core/billing_charges",
-                          "core/usage_hourly", "core/cost_lines", "core/cost_allocation_daily"]
+                          "core/usage_hourly", "core/cost_lines", "core/cost_allocation_daily",
+                          # the usage basis and energy of finance.cost_per_mtok_daily (no telemetry: nominal)
+                          "core/gpu_samples", "infra/goodput_hourly", "infra/gpu_usage_hourly",
+                          "infra/gpu_usage_daily"]
 COST = ALL_BUT_RECONCILIATION + ["finance/cost_per_mtok_daily", "finance/tenant_showback_daily",
                                  "finance/cost_reconciliation_daily"]
 

@@ -616,7 +616,40 @@ def test_other_formats_are_byte_identical_and_leave_the_canonical_files_as_they_
         digests.append(_digests(z.home))
     assert digests[0] == digests[1]
     assert {k.split("/")[1] for k in digests[0] if k.startswith("raw/")} == {
-        "gateway", "billing", "litellm", "openai", "anthropic", "loadtest"}
+        "gateway", "gpu", "billing", "litellm", "openai", "anthropic", "loadtest"}
     plain = _digests(generate_landing_zone(tmp_path / "plain", START, 1, 1_000, SEED, bad_rows_per_day=0).home)
     changed = {k for k, v in plain.items() if digests[0][k] != v}
     assert changed == {"config/deployments.yaml", "config/costs.yaml"}  # the API models and their prices added
+
+
+def test_gpu_telemetry_follows_the_load_within_each_gpu_types_range(zone: GenerateSummary) -> None:
+    from tokenledger.generate.telemetry import IDLE_W
+    from tokenledger.gpu import host_of
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    day = zone.home / "raw" / "gpu" / f"dt={START.isoformat()}"
+    names = sorted(p.name for p in day.iterdir())
+    # The H100 SXM deployment on Kubernetes as DCGM series through Prometheus, the on-premises hosts as nvidia-smi.
+    assert names == ["dcgm-qwen3coder30b-h100.json.gz", "llama70b-h100nvl-tp2-node0.csv",
+                     "llama8b-l40s-onprem-node0.csv"]
+    deployments = yaml.safe_load((zone.home / "config" / "deployments.yaml").read_text())["deployments"]
+    assert {host_of(day / n) for n in names if n.endswith(".csv")} == {
+        "llama70b-h100nvl-tp2-node0", "llama8b-l40s-onprem-node0"}
+    assert {d["deployment_id"]: d.get("gpu_hosts") or d.get("gpu_pods") for d in deployments
+            if d.get("hosting")} == {"llama70b-h100nvl-tp2": ["llama70b-h100nvl-tp2-node*"],
+                                     "llama8b-l40s-onprem": ["llama8b-l40s-onprem-node*"],
+                                     "qwen3coder30b-h100": ["llm/qwen3coder30b-h100-*"]}
+    # Power stays within the type's idle draw (less 10% noise) and board power, and rises with utilization: on this
+    # small volume the L40S's quietest tenth of minutes draws its idle 35 W (5,128.8 / 144 = 35.6 W), its busiest
+    # tenth twice that (10,720.3 / 144 = 74.4 W).
+    power, util = con.execute(
+        "SELECT list(trim(regexp_extract(\"power.draw [W]\", '([0-9.]+)', 1))::DOUBLE), "
+        "list(trim(regexp_extract(\"utilization.gpu [%]\", '([0-9]+)', 1))::DOUBLE) "
+        "FROM read_csv($p, header = true, auto_detect = true)", {"p": str(day / "llama8b-l40s-onprem-node0.csv")}
+    ).fetchone()
+    assert len(power) == 1440 and 0.9 * IDLE_W["L40S-48GB"] <= min(power) and max(power) <= 350.0
+    order = sorted(range(1440), key=lambda i: util[i])
+    quiet, busy = [power[i] for i in order[:144]], [power[i] for i in order[-144:]]
+    assert sum(quiet) / 144 == pytest.approx(IDLE_W["L40S-48GB"], rel=0.05)
+    assert sum(busy) / 144 > 2 * sum(quiet) / 144

@@ -119,6 +119,8 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
         "slo_daily": ["day", "model", "isl_bucket"], "slo_hourly": ["day", "hour", "model", "isl_bucket"],
         "capacity_daily": ["day", "model", "deployment_id"],
         "goodput_hourly": ["day", "hour", "model", "deployment_id"], "load_hourly": ["day", "hour", "model"],
+        "gpu_usage_hourly": ["day", "hour", "model", "deployment_id"],
+        "gpu_usage_daily": ["day", "model", "deployment_id"],
         "capacity_plan_daily": ["day", "model", "deployment_id"],
         "cache_whatif_daily": ["day", "model", "deployment_id", "scenario"]}[ref.name]
     broken = {name: n for name, q in _violations(table) if (n := con.execute(q).fetchone()[0])}

@@ -634,6 +634,9 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         plan_history=_history(con, layout, window, "infra", "capacity_plan_daily",
                               "day, model, deployment_id, peak_output_token_rate", run_days),
         whatif=_day_rows(con, layout, window, "infra", "cache_whatif_daily"),
+        gpu_usage_history=_history(con, layout, window, "infra", "gpu_usage_daily",
+                                   "day, deployment_id, gpus, gpus_measured, power_w, power_basis, raw_throughput, "
+                                   "slo_goodput, goodput_per_watt, goodput_per_watt_nominal", run_days),
         run_id=run_id,
         published_run_id=run_id,
     )

@@ -54,7 +54,7 @@ class TableRef:
         return f"data_contracts/{self.contract_id}.odcs.yaml"
 
 
-_INGEST = ("core.deployments_daily", "core.gateway_requests", "core.billing_charges")
+_INGEST = ("core.deployments_daily", "core.gateway_requests", "core.billing_charges", "core.gpu_samples")
 _REQUESTS = ("core.gateway_requests", "core.deployments_daily")
 _USAGE = ("core.usage_hourly", "core.deployments_daily")
 
@@ -67,10 +67,11 @@ def _t(qualified: str, stage: str, grain: str, reads: tuple[str, ...] = (), **kw
 # Every day table, in the order of the pipeline. `published`: copied to exports/ once the day's blocking checks
 # pass; `csv_export`: finance also as CSV. The focus schema holds FinOps FOCUS datasets, FOCUS column names and all.
 TABLES = (
-    # ingest: the three inputs, typed by the contracts they were read by
+    # ingest: the inputs, typed by the contracts they were read by (GPU telemetry's two forms: core_gpu_samples)
     _t("core.deployments_daily", "ingest", "day x deployment version", contract="deployments"),
     _t("core.gateway_requests", "ingest", "day x request_id", ("core.deployments_daily",), contract="gateway_request"),
     _t("core.billing_charges", "ingest", "day x FOCUS row", contract="focus_billing"),
+    _t("core.gpu_samples", "ingest", "day x GPU x measure x sampled_at", ("core.deployments_daily",)),
     # quality
     _t("quality.quarantine", "quality", "day x rejected row", _INGEST, published=True),
     _t("quality.ingest_reconciliation_daily", "quality", "day x source", _INGEST, published=True),
@@ -86,12 +87,16 @@ TABLES = (
     _t("infra.token_split_hourly", "accounting", "day x hour x model", _USAGE, published=True, inputs="usage"),
     _t("infra.goodput_hourly", "accounting", "day x hour x model x deployment_id", _USAGE, published=True,
        inputs="usage+slo"),
+    _t("infra.gpu_usage_hourly", "accounting", "day x hour x model x deployment_id (and unmapped GPUs)",
+       ("core.gpu_samples", "core.deployments_daily", "infra.goodput_hourly"), published=True),
+    _t("infra.gpu_usage_daily", "accounting", "day x model x deployment_id (and unmapped GPUs)",
+       ("infra.gpu_usage_hourly", "core.gpu_samples"), published=True),
     # cost
     _t("core.cost_lines", "cost", "day x cost line", ("core.billing_charges", *_USAGE)),
     _t("core.cost_allocation_daily", "cost", "day x currency x source x placement x deployment_id x category",
        ("core.cost_lines", *_USAGE)),
     _t("finance.cost_per_mtok_daily", "cost", "day x model x deployment_id x currency",
-       ("core.cost_allocation_daily", *_USAGE), published=True, csv_export=True),
+       ("core.cost_allocation_daily", *_USAGE, "infra.gpu_usage_daily"), published=True, csv_export=True),
     _t("finance.tenant_showback_daily", "cost", "day x tenant_id x model x currency",
        ("finance.cost_per_mtok_daily", "core.usage_hourly"), published=True, csv_export=True),
     _t("finance.cost_reconciliation_daily", "cost", "day x currency",

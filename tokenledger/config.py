@@ -37,6 +37,7 @@ HEADROOM_KEYS = {"n_minus_k", "scaling_lag_pct", "forecast_error_pct", "release_
 COST_KEYS = {
     "price_version", "valid_from", "currency", "deployment_tag_keys", "shared_tag_value", "shared_cost_key",
     "category_rules", "token_class_weights", "list_prices", "rate_cards", "api_prices", "litellm_price_map",
+    "energy_price_per_kwh",
 }
 API_PRICE_KEYS = {"input_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok",
                   "output_per_mtok"}
@@ -288,7 +289,7 @@ def flatten_costs(path: Path) -> list[_Rows]:
                    currency=version.get("currency"), deployment_tag_keys=version.get("deployment_tag_keys"),
                    shared_tag_value=version.get("shared_tag_value"), shared_cost_key=version.get("shared_cost_key"),
                    weight_cached=weights.get("cached"), weight_recomputed=weights.get("recomputed"),
-                   weight_output=weights.get("output"))
+                   weight_output=weights.get("output"), energy_price_per_kwh=version.get("energy_price_per_kwh"))
         for order, rule in enumerate(_require_list(version.get("category_rules") or [], path, "category_rules",
                                                    _line(version)), start=1):
             rule = _require_mapping(rule, path, "a category rule", _line(version))

@@ -38,6 +38,7 @@ _INPUTS = {
     "allocation": ("day_cost_allocation", "core", "cost_allocation_daily"),
     "cost_per_mtok": ("day_cost_per_mtok", "finance", "cost_per_mtok_daily"),
     "showback": ("day_showback", "finance", "tenant_showback_daily"),
+    "gpu_usage": ("day_gpu_usage", "infra", "gpu_usage_daily"),
 }
 
 # The FOCUS export's ProviderName and InvoiceIssuerName (and PublisherName of a self-hosted deployment): the serving
@@ -159,7 +160,7 @@ def build_cost_allocation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wi
 
 def build_cost_per_mtok(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
     """Write finance.cost_per_mtok_daily for the day."""
-    attach(con, layout, window, "deployments", "usage", "allocation")
+    attach(con, layout, window, "deployments", "usage", "allocation", "gpu_usage")
     price_version = cost_policy_in_force(con, layout, window)
     api_costs(con, layout, window, price_version)
     return {"rows": _write(con, layout, window, "finance", "cost_per_mtok_daily"), "price_version": price_version}

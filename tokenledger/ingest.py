@@ -59,8 +59,9 @@ from tokenledger.readers import (
 
 GATEWAY_FORMATS = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".parquet": "parquet"}
 BILLING_FORMATS = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet"}
-# The stages whose quality parts the quality tables gather; `requests` holds a row per request source.
-STAGES = ("requests", "billing", "deployments")
+# The stages whose quality parts the quality tables gather; `requests` holds a row per request source, `gpu` the GPU
+# telemetry's (tokenledger/gpu.py).
+STAGES = ("requests", "billing", "deployments", "gpu")
 CANONICAL = "gateway"
 # The rows of a day's canonical log that sql/gateway_checked.sql may still quarantine without a reason from the
 # contract: outside the folder's day, or without deployment_id. Only they (and rows with a reason) keep `raw`.
@@ -117,7 +118,7 @@ def ingest_deployments_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, w
     target = lake.day_file(layout.lake, "core", "deployments_daily", window.day)
     rows = lake.write_query(con, statement("deployments_daily"), target, window.params())
     counts = IngestCounts(window.day, "deployments", rows, rows, 0, 0)
-    _write_quality(con, layout, "deployments", [counts], quarantine_relation=None)
+    write_quality(con, layout, "deployments", [counts], quarantine_relation=None)
     return counts
 
 
@@ -622,7 +623,7 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
     counts = [IngestCounts(window.day, source, read, accepted, quarantined, merged, skipped, notes)
               for source, read, accepted, quarantined, merged, skipped, notes in run_sql(
                   con, "gateway_reconciliation", {"sources": present}, accepted_file=sql_path(target)).fetchall()]
-    _write_quality(con, layout, "requests", counts, quarantine_relation="checked_gateway")
+    write_quality(con, layout, "requests", counts, quarantine_relation="checked_gateway")
     return counts
 
 
@@ -722,13 +723,13 @@ def ingest_billing_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
         "SELECT count(*), count(*) FILTER (WHERE reason IS NOT NULL) FROM billing_day").fetchone()
     merged = con.execute("SELECT coalesce(sum(merged), 0) FROM billing_duplicates").fetchone()[0]
     counts = IngestCounts(window.day, "billing", rows_read, accepted, quarantined, int(merged))
-    _write_quality(con, layout, "billing", [counts], quarantine_relation="billing_day")
+    write_quality(con, layout, "billing", [counts], quarantine_relation="billing_day")
     return counts
 
 
 # --- quality parts -------------------------------------------------------------------------------------------
 
-def _write_quality(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage: str, counts: list[IngestCounts],
+def write_quality(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage: str, counts: list[IngestCounts],
                    quarantine_relation: str | None) -> None:
     """Write a stage's quarantine rows and reconciliation rows (one per source) for the day, for the quality
     tables to gather."""

@@ -60,8 +60,10 @@ class Review:
     infra.token_split_daily rows (the three input figures and the ISL/OSL workload); `slo_hourly` and `goodput`:
     infra.slo_hourly and infra.goodput_hourly rows; `plan_history`: infra.capacity_plan_daily rows (day, model,
     deployment_id, peak_output_token_rate) of every published day up to this one, for the growth forecast;
-    `whatif`: infra.cache_whatif_daily rows (per deployment and prefix-cache scenario); `run_id`: the Dagster run
-    writing the review; `published_run_id`: the run that published the day's figures.
+    `whatif`: infra.cache_whatif_daily rows (per deployment and prefix-cache scenario); `gpu_usage_history`:
+    infra.gpu_usage_daily rows (day, deployment_id, gpus, gpus_measured, power_w, power_basis, raw_throughput,
+    slo_goodput, goodput_per_watt, goodput_per_watt_nominal) of every published day up to this one; `run_id`: the
+    Dagster run writing the review; `published_run_id`: the run that published the day's figures.
     """
 
     day: date
@@ -77,6 +79,7 @@ class Review:
     goodput: list[Row] = field(default_factory=list)
     plan_history: list[Row] = field(default_factory=list)
     whatif: list[Row] = field(default_factory=list)
+    gpu_usage_history: list[Row] = field(default_factory=list)
     run_id: str | None = None
     published_run_id: str | None = None
 
@@ -703,6 +706,43 @@ def hourly_findings(review: Review, model: str) -> list[str]:
     return out
 
 
+def power_text(review: Review, cap: Row) -> str:
+    """The baseline's measured figures: goodput per GPU and per watt on the power basis the day had, beside the
+    nominal, and seed 003's warning when goodput per watt fell against the deployment's previous day while raw
+    throughput rose (capacity bought by power, not efficiency)."""
+    rows = sorted((r for r in review.gpu_usage_history if r["deployment_id"] == cap["deployment_id"]),
+                  key=lambda r: r["day"])
+    today = next((r for r in rows if r["day"] == review.day), None)
+    if today is None:
+        return ""
+    basis = today["power_basis"]
+    text = (f"; goodput {fmt(cap['goodput_per_gpu'], 'rate')} tok/s per GPU and "
+            f"{fmt(today['goodput_per_watt'], 'rate')} tok/s per {'measured ' if basis != 'nominal' else ''}watt "
+            f"({basis} power {fmt(today['power_w'], 'rate')} W mean"
+            + (f", {fmt(today['gpus_measured'], 'int')} of {fmt(today['gpus'], 'gpus')} GPUs sampled"
+               if basis != "nominal" else "") + f"; nominal {fmt(today['goodput_per_watt_nominal'], 'rate')})")
+    before = [r for r in rows if r["day"] < review.day]
+    warning = power_warning(before[-1] if before else None, today)
+    return text + (f"; {warning}" if warning else "")
+
+
+# How far goodput per watt must fall below the previous day's to be flagged: day-to-day noise in measured power
+# moves it by a percent or two.
+POWER_DROP = 0.05
+
+
+def power_warning(previous: Row | None, today: Row) -> str | None:
+    """Seed 003's sign of capacity bought by piling on power: goodput per watt more than POWER_DROP below the
+    previous day's while raw throughput rose. None when it did not happen or cannot be told."""
+    values = (previous or {}).get("goodput_per_watt"), today.get("goodput_per_watt")
+    raw = (previous or {}).get("raw_throughput"), today.get("raw_throughput")
+    if None in values or None in raw or not (values[1] < (1 - POWER_DROP) * values[0] and raw[1] > raw[0]):
+        return None
+    return (f"WARNING: goodput per watt fell from {fmt(values[0], 'rate')} to {fmt(values[1], 'rate')} while raw "
+            f"throughput rose from {fmt(raw[0], 'rate')} to {fmt(raw[1], 'rate')} tok/s against {previous['day']}: "
+            "the extra output was bought with power, not efficiency")
+
+
 def template_table(review: Review, cap: Row) -> Table:
     """Seed 002's capacity review template for one deployment: one item per row, with its basis."""
     plan = _plan_of(review, cap["deployment_id"])
@@ -752,7 +792,8 @@ def template_table(review: Review, cap: Row) -> Table:
                   f"{fmt(cap['supported_agent_steps'], 'tokens')}; task attainment "
                   f"{fmt(cap['task_attainment'], 'ratio')} against the expected (the model's attainment to the "
                   "power of the mean steps per task) "
-                  f"{fmt(cap['expected_task_attainment'], 'ratio')}")
+                  f"{fmt(cap['expected_task_attainment'], 'ratio')}"
+                + power_text(review, cap))
     peak = _peak_text(review, cap["model"], plan)
     failure = (f"N-{plan.get('headroom_failure_replicas', '—')}: {plan.get('headroom_failure_replicas', '—')} "
                f"replica(s) out keep the SLO = {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs"
@@ -846,6 +887,15 @@ def _lag_text(plan: Row) -> str:
             " GPUs")
 
 
+def _measured_items(review: Review, cap: Row) -> list[tuple[str, str]]:
+    today = next((r for r in review.gpu_usage_history
+                  if r["deployment_id"] == cap["deployment_id"] and r["day"] == review.day), None)
+    if today is None:
+        return []
+    return [(f"goodput per watt, {today['power_basis']} power (tok/s per W)", fmt(today["goodput_per_watt"], "rate")),
+            (f"mean total GPU power, {today['power_basis']} (W)", fmt(today["power_w"], "rate"))]
+
+
 def figures_table(review: Review, cap: Row) -> Table:
     """One published figure per row, as it was published, so the review can be signed figure by figure."""
     plan = _plan_of(review, cap["deployment_id"])
@@ -856,6 +906,7 @@ def figures_table(review: Review, cap: Row) -> Table:
         ("highest load-test rate within SLO (req/s)", fmt(cap["lambda_slo_max"], "rate")),
         ("goodput per GPU, the day (tok/s)", fmt(cap["goodput_per_gpu"], "rate")),
         ("goodput per watt, the day (tok/s per W)", fmt(cap.get("goodput_per_watt"), "rate")),
+        *_measured_items(review, cap),
         ("daily capacity (output tokens)", fmt(cap["daily_capacity_tokens"], "tokens")),
         ("output produced (tokens)", fmt(cap["output_tokens"], "tokens")),
         ("utilization", fmt(cap["utilization"], "pct")),

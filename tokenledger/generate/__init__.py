@@ -28,6 +28,7 @@ from .loadtest import (
     knee_index,
     rho_knee,
 )
+from .telemetry import write_telemetry
 
 #: The deployment the demo load-tests (`tokenledger generate --with-loadtest`): the one whose peaks cross capacity.
 DEMO_LOADTEST_MODEL, DEMO_LOADTEST_DEPLOYMENT = "llama-3.1-70b-instruct", "llama70b-h100nvl-tp2"
@@ -77,13 +78,15 @@ class GenerateSummary:
     billing_rows: int
     config_files: tuple[Path, ...]
     other_format_logs: tuple[FormatLog, ...] = ()  # the first day's logs in the adapters' formats, if asked
+    gpu_files: tuple[Path, ...] = ()  # raw/gpu/: the fleet's telemetry, consistent with its load
 
 
 def generate_landing_zone(
     home: Path, start: date, days: int, requests_per_day: int, seed: int, bad_rows_per_day: int = 8,
     other_formats: bool = False, parts: int = 1, workers: int = 1,
 ) -> GenerateSummary:
-    """Write ``raw/gateway``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from ``start``.
+    """Write ``raw/gateway``, ``raw/gpu``, ``raw/billing`` and ``config`` under ``home`` for ``days`` days from
+    ``start``.
 
     ``requests_per_day`` is the weekday volume; Saturdays and Sundays carry 60% and 55% of it (plus or minus
     Poisson noise and bursts). The fleet in ``config/deployments.yaml`` and the bill is sized to it
@@ -115,6 +118,8 @@ def generate_landing_zone(
     else:
         written = [generate_day(*job) for job in jobs]
     per_day = tuple(DaySummary.merge(written[i * parts:(i + 1) * parts]) for i in range(days))
+    telemetry = tuple(path for i in range(days)
+                      for path in write_telemetry(home, start, start + timedelta(days=i), requests_per_day, seed))
     focus = write_focus(home, start, days, seed, requests_per_day)
     configs = write_configs(home, start, seed, requests_per_day, hosted_api=other_formats)
     other = write_adapter_logs(home, start, seed) if other_formats else ()
@@ -132,4 +137,5 @@ def generate_landing_zone(
         billing_rows=focus.rows,
         config_files=tuple(configs),
         other_format_logs=other,
+        gpu_files=telemetry,
     )

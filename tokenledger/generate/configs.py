@@ -26,6 +26,7 @@ from .scenario import (
     WRITTEN_PRICE_SHEETS,
     Deployment,
 )
+from .telemetry import mapping_lines
 
 FOCUS_CATEGORY_RULES = (
     ("gpu", {"service_category": "Compute", "sku_id": "p5*"}),
@@ -79,6 +80,7 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
         f"    hosting: {dep.hosting}",
         f"    rate_card: {dep.rate_card or 'null'}",
         f"    resource_ids: {_flow_list(dep.resource_ids)}",
+        *mapping_lines(dep),
         f"    valid_from: {valid_from}",
         f"    valid_to: {valid_to or 'null'}",
     ]
@@ -236,6 +238,7 @@ def costs_yaml(start: date, seed: int, hosted_api: bool = False) -> str:
   - price_version: "{start:%Y-%m}"
     valid_from: {start.isoformat()}
     currency: USD
+    energy_price_per_kwh: 0.12
     deployment_tag_keys: ["tokenledger:deployment"]
     shared_tag_value: shared
     shared_cost_key: gpu_hours
