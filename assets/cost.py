@@ -12,6 +12,7 @@ from assets.daily import for_each_day
 from assets.tables import table_asset
 from pipelines.resources import LedgerResource
 from tokenledger.cost import (
+    build_api_request_costs,
     build_cost_allocation,
     build_cost_lines,
     build_cost_per_mtok,
@@ -19,6 +20,18 @@ from tokenledger.cost import (
     build_focus_cost_and_usage,
     build_tenant_showback,
 )
+
+
+@table_asset("core.api_request_costs")
+def api_request_costs(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every request that reached a hosted-API deployment, priced at the rate of its service tier, inference region
+    and context tier, or marked unpriced with the reason (cost NULL, never 0).
+
+    Grain: day x request_id. Source: core.gateway_requests, core.deployments_daily, config/costs.yaml.
+    Definition: docs/metrics.md, 4; contract data_contracts/core_api_request_costs.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_api_request_costs(con, ledger.layout, window),
+                        needs_config=True)
 
 
 @table_asset("core.cost_lines")

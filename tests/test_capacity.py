@@ -76,7 +76,8 @@ def run_day(day: str = DAY, **kwargs: Any) -> None:
 
 # What infra.capacity_plan_daily is computed from, without the publishing, review and other accounting tables.
 CAPACITY_CHAIN = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "core/billing_charges",
-                  "core/cost_lines", "core/cost_allocation_daily", "finance/cost_per_mtok_daily",
+                  "core/api_request_costs", "core/cost_lines", "core/cost_allocation_daily",
+                  "finance/cost_per_mtok_daily",
                   "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily", "infra/load_hourly",
                   "infra/capacity_plan_daily"]
 

@@ -34,6 +34,8 @@ _INPUTS = {
     "billing": ("day_billing", "core", "billing_charges"),
     "deployments": ("day_deployments", "core", "deployments_daily"),
     "usage": ("day_usage", "core", "usage_hourly"),
+    "requests": ("day_requests", "core", "gateway_requests"),
+    "api_request_costs": ("day_api_request_costs", "core", "api_request_costs"),
     "cost_lines": ("day_cost_lines", "core", "cost_lines"),
     "allocation": ("day_cost_allocation", "core", "cost_allocation_daily"),
     "cost_per_mtok": ("day_cost_per_mtok", "finance", "cost_per_mtok_daily"),
@@ -100,18 +102,25 @@ def _rate_card_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
     con.execute(text, used_params(text, window.params(deployments_file=deployments_file)))
 
 
+def build_api_request_costs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
+                            ) -> dict[str, Any]:
+    """Write core.api_request_costs for the day: every reached request of a hosted-API deployment priced at its
+    tier, region and context rate, or marked unpriced with the reason (sql/api_request_costs.sql)."""
+    attach(con, layout, window, "deployments", "requests")
+    price_version = cost_policy_in_force(con, layout, window)
+    rows = _write(con, layout, window, "core", "api_request_costs")
+    path = lake.day_file(layout.lake, "core", "api_request_costs", window.day)
+    unpriced = con.execute(f"SELECT count(*) FILTER (WHERE price_status = 'unpriced') "
+                           f"FROM read_parquet({sql_path(path)})").fetchone()[0]
+    return {"rows": rows, "unpriced_requests": unpriced, "price_version": price_version}
+
+
 def api_costs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, price_version: str) -> None:
     """Create `day_api_prices` and `day_api_costs` (sql/api_prices_day.sql, sql/api_usage_costs.sql): each hosted-API
-    deployment's price sheet and its cost by token class; stop the day when a sheet is missing."""
+    deployment's standard price sheet rate, and its cost by token class over its priced requests (from
+    core.api_request_costs; a request without a price is counted there, never costed at 0)."""
+    attach(con, layout, window, "api_request_costs")
     con.execute("CREATE OR REPLACE TEMP TABLE day_api_prices AS " + statement("api_prices_day"))
-    missing = con.execute("SELECT deployment_id, price_sheet, config_line FROM day_api_prices "
-                          "WHERE input_per_mtok IS NULL ORDER BY deployment_id").fetchall()
-    if missing:
-        named = "; ".join(f"{dep} (price_sheet {sheet!r}, deployments.yaml line {line})"
-                          for dep, sheet, line in missing)
-        raise ConfigError(f"{layout.config / 'costs.yaml'}: cost policy {price_version} (in force on {window.day}) "
-                          f"has no api_prices entry for the hosted-API deployment(s) {named}. Add the price sheet "
-                          "to that version's api_prices (docs/configuration.md) and re-run the day.")
     con.execute("CREATE OR REPLACE TEMP TABLE day_api_costs AS " + statement("api_usage_costs"))
 
 
@@ -192,7 +201,7 @@ def build_focus_cost_and_usage(con: duckdb.DuckDBPyConnection, layout: HomeLayou
 def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
                               ) -> dict[str, Any]:
     """Write finance.cost_reconciliation_daily for the day; returns how many currencies do not balance."""
-    attach(con, layout, window, "billing", "cost_lines", "allocation")
+    attach(con, layout, window, "billing", "cost_lines", "allocation", "api_request_costs")
     cost_policy_in_force(con, layout, window)
     rows = _write(con, layout, window, "finance", "cost_reconciliation_daily")
     path = lake.day_file(layout.lake, "finance", "cost_reconciliation_daily", window.day)
