@@ -239,6 +239,10 @@ def test_litellm_tier_keys_are_read_as_they_are(tmp_path: Path) -> None:
     assert got == {"standard": (1.25, 0.125, 10, 10), "flex": (0.625, 0.0625, 5, 5), "priority": (2.5, 0.25, 20, 20)}
 
 
+_OPENAI_USAGE = {"prompt_tokens": 10_000, "completion_tokens": 2_000, "prompt_tokens_details": {"cached_tokens": 4_000},
+                 "completion_tokens_details": {"reasoning_tokens": 1_500}}
+
+
 def _unpriced_day(home: Path) -> None:
     write_jsonl(gateway_dir(home, DAY) / "api.jsonl", [
         request("g1", model="gpt5", deployment_id="gpt5-api", input_tokens=10_000, cached_input_tokens=4_000,
@@ -247,9 +251,26 @@ def _unpriced_day(home: Path) -> None:
                 output_tokens=100),
         request("m1"),
     ])
+    # The same GPT-5 call answered at two tiers, as the responses report them (the request may have asked auto):
+    # a Chat Completion served at priority, a Response served at flex.
+    write_jsonl(home / "raw" / "openai" / f"dt={DAY}" / "responses.jsonl", [
+        {"id": "chatcmpl-P", "object": "chat.completion", "created": 1794823200, "model": "gpt5",
+         "service_tier": "priority", "choices": [], "usage": _OPENAI_USAGE},
+        {"id": "resp_F", "object": "response", "created_at": 1794823300, "status": "completed", "model": "gpt5",
+         "service_tier": "flex", "output": [],
+         "usage": {"input_tokens": 10_000, "output_tokens": 2_000, "input_tokens_details": {"cached_tokens": 4_000},
+                   "output_tokens_details": {"reasoning_tokens": 1_500}}},
+    ])
+    # An Anthropic Message whose usage says the Batches API served it, on a deployment whose default is standard.
+    write_jsonl(home / "raw" / "anthropic" / f"dt={DAY}" / "messages.jsonl", [
+        {"id": "msg_B", "type": "message", "role": "assistant", "model": "opus", "content": [],
+         "stop_reason": "end_turn", "timestamp": f"{DAY}T10:05:00Z",
+         "usage": {"input_tokens": 2_000, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+                   "output_tokens": 100, "service_tier": "batch"}},
+    ])
 
 
-def test_an_unpriced_request_is_counted_and_holds_the_day_back(tmp_path: Path,
+def test_tiers_served_as_the_sources_report_them_and_an_unpriced_request_holds_the_day_back(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     home = _home(tmp_path / "home")
     monkeypatch.setenv("TOKENLEDGER_HOME", str(home))
@@ -261,16 +282,22 @@ def test_an_unpriced_request_is_counted_and_holds_the_day_back(tmp_path: Path,
               for e in result.all_events
               if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.event_specific_data.passed}
     assert "api_requests_priced" in failed, failure_text(result)
-    assert "1 of 2 hosted-API requests (50.00%) unpriced (no price sheet mystery in cost policy p1: 1)" \
+    assert "1 of 5 hosted-API requests (20.00%) unpriced (no price sheet mystery in cost policy p1: 1)" \
         in failed["api_requests_priced"]
+    # the tier each source reported as served, and its price (as in test_served_tier_chooses_the_rate): g1 (the
+    # gateway log says none) standard 28,000; chatcmpl-P priority 56,000; resp_F flex 14,000 per 1M; msg_B batch,
+    # 2,000 input * 2.5 + 100 output * 12.5 = 6,250 per 1M
+    got = {r["request_id"]: (r["service_tier"], r["cost"]) for r in rows(home, "core", "api_request_costs", DAY)}
+    assert got == {"g1": ("standard", Decimal("0.028")), "chatcmpl-P": ("priority", Decimal("0.056")),
+                   "resp_F": ("flex", Decimal("0.014")), "msg_B": ("batch", Decimal("0.00625")),
+                   "x1": ("standard", None)}
     (rec,) = rows(home, "finance", "cost_reconciliation_daily", DAY)
-    # g1 priced at GPT-5's standard rate: 6,000 * 1.25 + 4,000 * 0.125 + 2,000 * 10 = 28,000 per 1M; x1 unpriced,
-    # out of api_cost rather than in it at 0
-    assert (rec["api_requests_priced"], rec["api_requests_unpriced"], rec["api_unpriced_share"]) == (1, 1, 0.5)
-    assert rec["api_cost"] == Decimal("0.028")
+    # x1 is unpriced: out of api_cost (0.028 + 0.056 + 0.014 + 0.00625) rather than in it at 0
+    assert (rec["api_requests_priced"], rec["api_requests_unpriced"], rec["api_unpriced_share"]) == (4, 1, 0.2)
+    assert rec["api_cost"] == Decimal("0.10425")
     assert rec["api_unpriced_reasons"] == "no price sheet mystery in cost policy p1: 1"
     costs = {r["deployment_id"]: r for r in rows(home, "finance", "cost_per_mtok_daily", DAY)}
-    assert "mystery-api" not in costs and costs["gpt5-api"]["cost_api"] == Decimal("0.028")
-    # a tolerance of half the requests lets the day through
-    config = {"resources": {"ledger": {"config": {"home": str(home), "max_unpriced_share": 0.5}}}}
+    assert "mystery-api" not in costs and costs["gpt5-api"]["cost_api"] == Decimal("0.098")
+    # a tolerance of a fifth of the requests lets the day through
+    config = {"resources": {"ledger": {"config": {"home": str(home), "max_unpriced_share": 0.2}}}}
     assert materialize(DAY, upto=upto, run_config=config).success
