@@ -18,6 +18,7 @@ from tokenledger.cost import (
     build_cost_per_mtok,
     build_cost_reconciliation,
     build_focus_cost_and_usage,
+    build_provider_cost_reconciliation,
     build_tenant_showback,
 )
 
@@ -106,3 +107,16 @@ def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerR
                         lambda con, window, _: build_cost_reconciliation(con, ledger.layout, window),
                         needs_config=True)
 
+
+
+@table_asset("finance.provider_cost_reconciliation_daily")
+def provider_cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource
+                                       ) -> dg.MaterializeResult:
+    """What each hosted-API provider's own cost export says the day cost, beside tokenledger's price of the same
+    requests, per provider, model and service tier, and the difference (flagged beyond provider_cost_tolerance).
+
+    Grain: day x provider x model x service_tier x currency. Source: raw/provider_costs/ (OpenAI's Costs API,
+    Anthropic's cost report), core.api_request_costs. Definition: docs/metrics.md, 4; docs/tables.md, finance.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_provider_cost_reconciliation(
+        con, ledger.layout, window, ledger.provider_cost_tolerance), needs_config=True)

@@ -38,6 +38,7 @@ requests AS (
         r.model,
         r.deployment_id,
         r.tenant_id,
+        r.source_cost,
         d.price_sheet,
         s.price_sheet IS NOT NULL AS has_sheet,
         coalesce(r.service_tier, d.service_tier, 'standard') AS service_tier,
@@ -166,6 +167,7 @@ SELECT
     CASE WHEN is_priced THEN 'priced' ELSE 'unpriced' END AS price_status,
     unpriced_reason,
     (SELECT price_version FROM day_cost_policy) AS price_version,
-    (SELECT currency FROM day_cost_policy) AS currency
+    (SELECT currency FROM day_cost_policy) AS currency,
+    source_cost
 FROM costed
 ORDER BY deployment_id, request_id

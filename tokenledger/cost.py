@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from tokenledger import lake
-from tokenledger.duck import run_sql, sql_path, statement, used_params
+from tokenledger.duck import literal_path, run_sql, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
@@ -208,6 +208,37 @@ def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout
     unbalanced = con.execute(f"SELECT count(*) FILTER (WHERE NOT balanced) FROM read_parquet({sql_path(path)})"
                              ).fetchone()[0]
     return {"rows": rows, "unbalanced_currencies": unbalanced}
+
+
+PROVIDER_COST_FORMATS = {".json": "json"}
+
+
+def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                                       tolerance: float) -> dict[str, Any]:
+    """Write finance.provider_cost_reconciliation_daily for the day: the providers' own cost exports
+    (raw/provider_costs/*.json, each a saved page of OpenAI's Costs API or Anthropic's cost report) against
+    tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance."""
+    from tokenledger.landing import landing_files
+
+    attach(con, layout, window, "deployments", "api_request_costs")
+    cost_policy_in_force(con, layout, window)
+    files = [literal_path(f.path) for f in landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS,
+                                                         "provider cost export")]
+    pages = ("SELECT filename AS file, json AS page FROM read_json_objects($files, format = 'auto', filename = true)"
+             if files else "SELECT NULL::VARCHAR AS file, NULL::JSON AS page WHERE false")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE day_provider_cost_pages AS {pages}",
+                    {"files": files} if files else {})
+    except duckdb.Error as exc:
+        raise LedgerError(f"{layout.raw / 'provider_costs'}: a provider cost export is not a JSON document ({exc}). "
+                          "Save each page of the API's response as it came, one file per page, and re-run the "
+                          "day.") from None
+    path = lake.day_file(layout.lake, "finance", "provider_cost_reconciliation_daily", window.day)
+    rows = lake.write_query(con, statement("provider_cost_reconciliation_daily"), path,
+                            window.params(tolerance=tolerance))
+    out = con.execute(f"SELECT count(*) FILTER (WHERE NOT within_tolerance) FROM read_parquet({sql_path(path)})"
+                      ).fetchone()[0]
+    return {"rows": rows, "provider_files": len(files), "out_of_tolerance": out}
 
 
 def unbalanced_rows(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
