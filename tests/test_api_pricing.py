@@ -95,14 +95,15 @@ def _home(root: Path) -> Path:
 _COLUMNS = {"request_id": "VARCHAR", "received_at": "TIMESTAMPTZ", "model": "VARCHAR", "deployment_id": "VARCHAR",
             "tenant_id": "VARCHAR", "status": "VARCHAR", "input_tokens": "BIGINT", "cached_input_tokens": "BIGINT",
             "cache_write_tokens": "BIGINT", "cache_write_1h_tokens": "BIGINT", "output_tokens": "BIGINT",
-            "reasoning_tokens": "BIGINT", "service_tier": "VARCHAR", "inference_region": "VARCHAR"}
+            "reasoning_tokens": "BIGINT", "service_tier": "VARCHAR", "inference_region": "VARCHAR",
+            "source_cost": "DECIMAL(38,12)"}
 
 
 def _req(rid: str, deployment: str, input_tokens: int, output: int, cached: int = 0, **kw: Any) -> dict[str, Any]:
     return {"request_id": rid, "received_at": f"{DAY}T10:00:00Z", "model": None, "deployment_id": deployment,
             "tenant_id": "t", "status": "ok", "input_tokens": input_tokens, "cached_input_tokens": cached,
             "cache_write_tokens": None, "cache_write_1h_tokens": None, "output_tokens": output,
-            "reasoning_tokens": None, "service_tier": None, "inference_region": None, **kw}
+            "reasoning_tokens": None, "service_tier": None, "inference_region": None, "source_cost": None, **kw}
 
 
 def _price(home: Path, requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

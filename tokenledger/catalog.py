@@ -101,7 +101,7 @@ TABLES = (
        ("core.billing_charges", "core.cost_lines", "core.cost_allocation_daily", "core.api_request_costs"),
        published=True, csv_export=True),
     _t("finance.provider_cost_reconciliation_daily", "cost", "day x provider x model x service_tier x currency",
-       ("core.api_request_costs", "core.deployments_daily"), published=True, csv_export=True),
+       ("core.api_request_costs", "core.deployments_daily"), published=True),
     _t("focus.cost_and_usage_daily", "cost", "day x tenant x deployment x model and token class x currency",
        ("finance.tenant_showback_daily", "finance.cost_per_mtok_daily", "core.api_request_costs", *_USAGE),
        published=True,
