@@ -433,3 +433,25 @@ def cost_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: Ledg
                      if broken else f"{len(files)} day(s), {checked} currency row(s) balanced"),
         metadata={"unbalanced_rows": len(broken)},
     )
+
+
+@table_check("finance.cost_reconciliation_daily", blocking=True,
+             description="No day leaves more than max_unpriced_share of its hosted-API requests unpriced (the "
+                         "ledger resource's setting, 0 by default: every request must have a price).")
+def api_requests_priced(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+    limit = ledger.max_unpriced_share
+    over = query_files(
+        "SELECT day, api_requests_unpriced, api_requests_priced + api_requests_unpriced, api_unpriced_reasons "
+        "FROM read_parquet($f) WHERE api_unpriced_share > $limit ORDER BY day",
+        {"f": _day_files(ledger, "finance", "cost_reconciliation_daily", context), "limit": limit})
+    examples = [f"{d}: {n:,} of {total:,} hosted-API requests ({n / total:.2%}) unpriced ({reasons})"
+                for d, n, total, reasons in over]
+    return dg.AssetCheckResult(
+        passed=not over,
+        description=(f"too many hosted-API requests without a price (limit {limit:.2%}): " + "; ".join(examples[:5])
+                     + ". The day was not published. Each request and its reason: core.api_request_costs "
+                     "(price_status 'unpriced'). Add the missing price sheet, tier, region or long-context rate to "
+                     "costs.yaml (docs/configuration.md) and re-run the day."
+                     if over else f"hosted-API requests unpriced within {limit:.2%}"),
+        metadata={"days_over_limit": len(over), "max_unpriced_share": limit},
+    )

@@ -12,13 +12,27 @@ from assets.daily import for_each_day
 from assets.tables import table_asset
 from pipelines.resources import LedgerResource
 from tokenledger.cost import (
+    build_api_request_costs,
     build_cost_allocation,
     build_cost_lines,
     build_cost_per_mtok,
     build_cost_reconciliation,
     build_focus_cost_and_usage,
+    build_provider_cost_reconciliation,
     build_tenant_showback,
 )
+
+
+@table_asset("core.api_request_costs")
+def api_request_costs(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Every request that reached a hosted-API deployment, priced at the rate of its service tier, inference region
+    and context tier, or marked unpriced with the reason (cost NULL, never 0).
+
+    Grain: day x request_id. Source: core.gateway_requests, core.deployments_daily, config/costs.yaml.
+    Definition: docs/metrics.md, 4; contract data_contracts/core_api_request_costs.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_api_request_costs(con, ledger.layout, window),
+                        needs_config=True)
 
 
 @table_asset("core.cost_lines")
@@ -93,3 +107,16 @@ def cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerR
                         lambda con, window, _: build_cost_reconciliation(con, ledger.layout, window),
                         needs_config=True)
 
+
+
+@table_asset("finance.provider_cost_reconciliation_daily")
+def provider_cost_reconciliation_daily(context: dg.AssetExecutionContext, ledger: LedgerResource
+                                       ) -> dg.MaterializeResult:
+    """What each hosted-API provider's own cost export says the day cost, beside tokenledger's price of the same
+    requests, per provider, model and service tier, and the difference (flagged beyond provider_cost_tolerance).
+
+    Grain: day x provider x model x service_tier x currency. Source: raw/provider_costs/ (OpenAI's Costs API,
+    Anthropic's cost report), core.api_request_costs. Definition: docs/metrics.md, 4; docs/tables.md, finance.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_provider_cost_reconciliation(
+        con, ledger.layout, window, ledger.provider_cost_tolerance), needs_config=True)

@@ -28,7 +28,7 @@ WITH r AS (
             'model': model, 'session_id': sessionId, 'tenant': coalesce(nullif(tenant_id, ''), 'unattributed'),
             'uncached': input_tokens, 'cache_read': cache_read_input_tokens, 'cache_creation': cache_creation,
             'cache_creation_1h': ephemeral_1h_input_tokens,
-            'output': output_tokens, 'thinking': thinking_tokens
+            'output': output_tokens, 'thinking': thinking_tokens, 'service_tier': service_tier
         }) OVER (
             PARTITION BY id, valid
             ORDER BY stop_reason IS NOT NULL DESC,
@@ -91,5 +91,8 @@ SELECT
     NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
     'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
     -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
-    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind,
+    CASE WHEN f.service_tier IN ('standard', 'priority', 'batch') THEN f.service_tier END AS service_tier__text,
+    'string' AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
 FROM best

@@ -119,5 +119,7 @@ SELECT
     NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
     'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
     -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
-    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind,
+    NULL::VARCHAR AS service_tier__text, NULL::VARCHAR AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
 FROM checked_totals

@@ -55,5 +55,7 @@ SELECT
     spend::VARCHAR AS source_cost__text, 'float' AS source_cost__kind,
     'true' AS latency_measured__text, 'boolean' AS latency_measured__kind,
     -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
-    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind,
+    NULL::VARCHAR AS service_tier__text, NULL::VARCHAR AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
 FROM r

@@ -18,6 +18,7 @@ WITH r AS (
             'received_at': coalesce(created, created_at), 'model': model,
             'input': coalesce(prompt_tokens, input_tokens), 'output': coalesce(completion_tokens, output_tokens),
             'cached': cached_tokens, 'cache_write': cache_write_tokens, 'reasoning': reasoning_tokens,
+            'service_tier': CASE WHEN custom_id IS NOT NULL THEN 'batch' ELSE service_tier END,
             'tenant': coalesce(nullif(metadata_tenant_id, ''), nullif("user", ''), 'unattributed'),
             'has_usage': has_usage
         }) OVER (
@@ -93,5 +94,11 @@ SELECT
     NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
     'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
     -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if
-    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind,
+    -- the tier that served it, as the response says (default is standard; scale and anything else: unknown here,
+    -- so the deployment's service_tier applies)
+    CASE WHEN f.service_tier = 'default' THEN 'standard'
+         WHEN f.service_tier IN ('flex', 'priority', 'batch') THEN f.service_tier END AS service_tier__text,
+    'string' AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
 FROM mapped

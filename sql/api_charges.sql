@@ -1,7 +1,7 @@
 -- The day's charges of hosted-API deployments (kind api), priced from their sheets (day_api_costs, computed by
 -- sql/api_usage_costs.sql) and shaped like core.billing_charges rows, so that allocation has one path: one row per
 -- API deployment, its cost over every token class, in the policy's currency, tagged to the deployment with the
--- policy's first deployment tag key. The line points at the deployment in deployments.yaml; SkuId names the sheet.
+-- policy's first deployment tag key (the tokens of its priced requests). The line points at the deployment in deployments.yaml; SkuId names the sheet.
 SELECT
     $day::DATE AS day,
     $day_start::TIMESTAMPTZ AS ChargePeriodStart,
@@ -29,4 +29,5 @@ SELECT
     a.config_line AS source_line
 FROM day_api_costs AS a
 CROSS JOIN day_cost_policy AS p
+WHERE a.cost_api IS NOT NULL  -- a deployment none of whose requests could be priced has no line: unknown, not 0
 ORDER BY a.deployment_id

@@ -1,36 +1,45 @@
 -- The day's cost of each hosted-API deployment by token class (docs/metrics.md, section 4, for a model priced per
--- token): tokens of the requests that reached it (core.usage_hourly; a rejected request is not billed) times its
--- sheet's price per 1M tokens. Classes: uncached input (input - cache reads - cache writes), cache reads, cache
--- writes of the five-minute and of the one-hour lifetime, output (reasoning included). Money is DECIMAL(38,12).
-WITH usage AS (
+-- token): the sum over its priced requests of core.api_request_costs (each priced at its tier, region and context
+-- rate; a rejected request is not billed and not there). Classes: uncached input (input - cache reads - cache
+-- writes), cache reads, cache writes of the five-minute and of the one-hour lifetime, output (reasoning included,
+-- at its own price where the sheet gives one). The tokens are those of the priced requests; the unpriced ones are
+-- counted apart (requests_unpriced) and cost nothing here: cost_api is NULL, not 0, when the deployment had requests
+-- and none of them could be priced. Money is DECIMAL(38,12).
+WITH requests AS (
     SELECT
         deployment_id,
-        sum(input_total) AS input_total,
-        sum(input_cached) AS input_cached,
-        sum(input_cache_write) AS input_cache_write,
-        sum(input_cache_write_1h) AS input_cache_write_1h,
-        sum(output_tokens) AS output_tokens
-    FROM day_usage
+        count(*) FILTER (WHERE price_status = 'priced') AS requests_priced,
+        count(*) FILTER (WHERE price_status = 'unpriced') AS requests_unpriced,
+        sum(tokens_input_uncached) FILTER (WHERE price_status = 'priced') AS tokens_input_uncached,
+        sum(tokens_cache_read) FILTER (WHERE price_status = 'priced') AS tokens_cache_read,
+        sum(tokens_cache_write_5m) FILTER (WHERE price_status = 'priced') AS tokens_cache_write_5m,
+        sum(tokens_cache_write_1h) FILTER (WHERE price_status = 'priced') AS tokens_cache_write_1h,
+        sum(tokens_output) FILTER (WHERE price_status = 'priced') AS tokens_output,
+        sum(cost_input_uncached) AS cost_input_uncached,
+        sum(cost_cache_read) AS cost_cache_read,
+        sum(cost_cache_write) AS cost_cache_write,
+        sum(cost_output) AS cost_output
+    FROM day_api_request_costs
     GROUP BY deployment_id
-),
-tokens AS (
-    SELECT
-        a.*,
-        coalesce(u.input_total - u.input_cached - u.input_cache_write, 0)::BIGINT AS tokens_input_uncached,
-        coalesce(u.input_cached, 0)::BIGINT AS tokens_cache_read,
-        coalesce(u.input_cache_write - u.input_cache_write_1h, 0)::BIGINT AS tokens_cache_write_5m,
-        coalesce(u.input_cache_write_1h, 0)::BIGINT AS tokens_cache_write_1h,
-        coalesce(u.output_tokens, 0)::BIGINT AS tokens_output
-    FROM day_api_prices AS a
-    LEFT JOIN usage AS u USING (deployment_id)
 )
+SELECT * EXCLUDE (known) FROM (
 SELECT
-    *,
-    CAST(tokens_input_uncached * input_per_mtok * 0.000001::DECIMAL(7, 6) AS DECIMAL(38, 12)) AS cost_input_uncached,
-    CAST(tokens_cache_read * cache_read_per_mtok * 0.000001::DECIMAL(7, 6) AS DECIMAL(38, 12)) AS cost_cache_read,
-    CAST((tokens_cache_write_5m * cache_write_per_mtok + tokens_cache_write_1h * cache_write_1h_per_mtok)
-         * 0.000001::DECIMAL(7, 6) AS DECIMAL(38, 12)) AS cost_cache_write,
-    CAST(tokens_output * output_per_mtok * 0.000001::DECIMAL(7, 6) AS DECIMAL(38, 12)) AS cost_output,
+    a.*,
+    coalesce(r.requests_priced, 0)::BIGINT AS requests_priced,
+    coalesce(r.requests_unpriced, 0)::BIGINT AS requests_unpriced,
+    coalesce(r.tokens_input_uncached, 0)::BIGINT AS tokens_input_uncached,
+    coalesce(r.tokens_cache_read, 0)::BIGINT AS tokens_cache_read,
+    coalesce(r.tokens_cache_write_5m, 0)::BIGINT AS tokens_cache_write_5m,
+    coalesce(r.tokens_cache_write_1h, 0)::BIGINT AS tokens_cache_write_1h,
+    coalesce(r.tokens_output, 0)::BIGINT AS tokens_output,
+    -- no request at all costs 0; requests none of which could be priced cost an unknown amount
+    CASE WHEN coalesce(r.requests_priced, 0) > 0 OR coalesce(r.requests_unpriced, 0) = 0 THEN 0 END AS known,
+    CAST(coalesce(r.cost_input_uncached, known) AS DECIMAL(38, 12)) AS cost_input_uncached,
+    CAST(coalesce(r.cost_cache_read, known) AS DECIMAL(38, 12)) AS cost_cache_read,
+    CAST(coalesce(r.cost_cache_write, known) AS DECIMAL(38, 12)) AS cost_cache_write,
+    CAST(coalesce(r.cost_output, known) AS DECIMAL(38, 12)) AS cost_output,
     CAST(cost_input_uncached + cost_cache_read + cost_cache_write + cost_output AS DECIMAL(38, 12)) AS cost_api
-FROM tokens
+FROM day_api_prices AS a
+LEFT JOIN requests AS r USING (deployment_id)
+)
 ORDER BY deployment_id

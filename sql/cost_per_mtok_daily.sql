@@ -74,9 +74,13 @@ figures AS (
         coalesce(u.input_recomputed, 0)::BIGINT AS input_recomputed,
         c.price_version,
         -- A GPU deployment's classes are weighted by the policy; a hosted-API deployment's by its price sheet (per
-        -- 1M tokens; recomputed input and cache writes at the prices its tokens were charged at), so that with no
-        -- shared cost the unit costs below are the sheet's prices.
-        CASE WHEN d.kind = 'api' THEN a.cache_read_per_mtok::DOUBLE ELSE p.weight_cached END AS w_cached,
+        -- 1M tokens; every class at the prices its tokens were charged at, whatever tier, region or context rate
+        -- priced them, else the sheet's standard rate), so that with no shared cost the unit costs below are the
+        -- prices paid.
+        CASE WHEN d.kind = 'api'
+             THEN coalesce(a.cost_cache_read::DOUBLE * 1e6 / nullif(a.tokens_cache_read, 0),
+                           a.cache_read_per_mtok::DOUBLE)
+             ELSE p.weight_cached END AS w_cached,
         CASE WHEN d.kind = 'api'
              THEN coalesce((a.cost_input_uncached + a.cost_cache_write)::DOUBLE * 1e6
                            / nullif(a.tokens_input_uncached + a.tokens_cache_write_5m + a.tokens_cache_write_1h, 0),
@@ -87,7 +91,9 @@ figures AS (
                            / nullif(a.tokens_cache_write_5m + a.tokens_cache_write_1h, 0),
                            a.cache_write_per_mtok::DOUBLE)
              ELSE p.weight_recomputed END AS w_cache_write,
-        CASE WHEN d.kind = 'api' THEN a.output_per_mtok::DOUBLE ELSE p.weight_output END AS w_output,
+        CASE WHEN d.kind = 'api'
+             THEN coalesce(a.cost_output::DOUBLE * 1e6 / nullif(a.tokens_output, 0), a.output_per_mtok::DOUBLE)
+             ELSE p.weight_output END AS w_output,
         input_cached * w_cached + input_recomputed * w_recomputed + output_tokens * w_output AS weighted_tokens,
         g.allocated_gpu_hours,
         g.active_gpu_hours,

@@ -7,6 +7,9 @@
 -- on deployments from both sources (the day's sum of finance.cost_per_mtok_daily.cost_total), and billed_cost,
 -- FOCUS BilledCost (invoiced, never allocated), and api_cost, the price-sheet cost of hosted-API deployments
 -- (never on the cloud bill this table reconciles; a bill line tagged to an API deployment stays unallocated). One row per currency with any cost line; none on a day without.
+-- The hosted-API requests of the day (core.api_request_costs, in the policy's currency) priced and unpriced, the
+-- unpriced share and why they were not priced (each reason with its count, commonest first), on the policy
+-- currency's row: the blocking check api_requests_priced fails the day above max_unpriced_share.
 WITH billed AS (
     SELECT BillingCurrency AS currency, sum(effective_cost_day) AS billed_effective_cost,
            sum(billed_cost_day) AS billed_cost
@@ -30,6 +33,19 @@ allocated AS (
     FROM day_cost_allocation
     GROUP BY currency
 ),
+api AS (
+    SELECT
+        (SELECT currency FROM day_cost_policy) AS currency,
+        count(*) FILTER (WHERE price_status = 'priced') AS api_requests_priced,
+        count(*) FILTER (WHERE price_status = 'unpriced') AS api_requests_unpriced
+    FROM day_api_request_costs
+    HAVING count(*) > 0
+),
+reasons AS (
+    SELECT string_agg(unpriced_reason || ': ' || n, '; ' ORDER BY n DESC, unpriced_reason) AS api_unpriced_reasons
+    FROM (SELECT unpriced_reason, count(*) AS n FROM day_api_request_costs WHERE price_status = 'unpriced'
+          GROUP BY ALL)
+),
 figures AS (
     SELECT
         currency,
@@ -39,10 +55,13 @@ figures AS (
         CAST(coalesce(r.rate_card_cost, 0) AS DECIMAL(38, 12)) AS rate_card_cost,
         CAST(coalesce(r.api_cost, 0) AS DECIMAL(38, 12)) AS api_cost,
         CAST(coalesce(a.deployment_cost, 0) AS DECIMAL(38, 12)) AS deployment_cost,
-        CAST(coalesce(b.billed_cost, 0) AS DECIMAL(38, 12)) AS billed_cost
+        CAST(coalesce(b.billed_cost, 0) AS DECIMAL(38, 12)) AS billed_cost,
+        coalesce(q.api_requests_priced, 0)::BIGINT AS api_requests_priced,
+        coalesce(q.api_requests_unpriced, 0)::BIGINT AS api_requests_unpriced
     FROM billed AS b
     FULL JOIN allocated AS a USING (currency)
     FULL JOIN rate_card AS r USING (currency)
+    FULL JOIN api AS q USING (currency)
 )
 SELECT
     $day::DATE AS day,
@@ -56,6 +75,10 @@ SELECT
     deployment_cost,
     billed_cost,
     (SELECT price_version FROM day_cost_policy) AS price_version,
-    api_cost
+    api_cost,
+    api_requests_priced,
+    api_requests_unpriced,
+    api_requests_unpriced / nullif(api_requests_priced + api_requests_unpriced, 0) AS api_unpriced_share,
+    CASE WHEN api_requests_unpriced > 0 THEN (SELECT api_unpriced_reasons FROM reasons) END AS api_unpriced_reasons
 FROM figures
 ORDER BY currency

@@ -7,6 +7,8 @@ SELECT
     kind,
     provider,
     CASE WHEN kind = 'api' THEN coalesce(price_sheet, model) END AS price_sheet,
+    CASE WHEN kind = 'api' THEN coalesce(service_tier, 'standard') END AS service_tier,
+    inference_region,
     rate_limit_rpm,
     rate_limit_tpm,
     model_version,

@@ -24,6 +24,8 @@ SELECT
     c.source_cost,
     c.latency_measured,
     c.prefix_block_hashes,
+    c.service_tier,
+    c.inference_region,
     c.source,
     c.source_file,
     c.source_line

@@ -165,6 +165,8 @@ SELECT
     'string' AS error_type__kind,
     -- a bench result file lists no prompt blocks
     NULL::VARCHAR AS prefix_block_hashes__text,
-    NULL::VARCHAR AS prefix_block_hashes__kind
+    NULL::VARCHAR AS prefix_block_hashes__kind,
+    NULL::VARCHAR AS service_tier__text, NULL::VARCHAR AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
 FROM placed
 ORDER BY i

@@ -76,10 +76,10 @@ def run_day(day: str = DAY, **kwargs: Any) -> None:
 
 # What infra.capacity_plan_daily is computed from, without the publishing, review and other accounting tables.
 CAPACITY_CHAIN = ["core/deployments_daily", "core/gateway_requests", "core/usage_hourly", "core/billing_charges",
-                  "core/cost_lines", "core/cost_allocation_daily", "core/gpu_samples", "infra/goodput_hourly",
-                  "infra/gpu_usage_hourly", "infra/gpu_usage_daily", "finance/cost_per_mtok_daily",
-                  "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily", "infra/load_hourly",
-                  "infra/capacity_plan_daily"]
+                  "core/api_request_costs", "core/cost_lines", "core/cost_allocation_daily", "core/gpu_samples",
+                  "infra/goodput_hourly", "infra/gpu_usage_hourly", "infra/gpu_usage_daily",
+                  "finance/cost_per_mtok_daily", "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily",
+                  "infra/load_hourly", "infra/capacity_plan_daily"]
 
 
 # --- seed 000: 1,680 of 2,400 a day, yet 6 hours over capacity -------------------------------------------------

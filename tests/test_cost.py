@@ -127,7 +127,8 @@ TRAFFIC = [
 # The cost stage and what it reads; most tests run only these (the whole job, publishing included, where exports
 # are asserted).
 ALL_BUT_RECONCILIATION = ["core/deployments_daily", "core/gateway_requests", "core/billing_charges",
-                          "core/usage_hourly", "core/cost_lines", "core/cost_allocation_daily",
+                          "core/usage_hourly", "core/api_request_costs", "core/cost_lines",
+                          "core/cost_allocation_daily",
                           # the usage basis and energy of finance.cost_per_mtok_daily (no telemetry: nominal)
                           "core/gpu_samples", "infra/goodput_hourly", "infra/gpu_usage_hourly",
                           "infra/gpu_usage_daily"]
@@ -246,7 +247,9 @@ def test_the_worked_day_reconciles_with_the_bill(worked_day: Path) -> None:
         "day": recon["day"], "currency": "USD", "billed_effective_cost": d("731.6"), "allocated_cost": d("726.6"),
         "unallocated_cost": d("5"), "difference": d("0"), "balanced": True, "rate_card_cost": M8_RATE_CARD,
         "deployment_cost": d("726.6") + M8_RATE_CARD, "billed_cost": d("911.6"), "price_version": "p1",
-        "api_cost": d("0")}  # no hosted-API deployment on the worked day
+        "api_cost": d("0"),  # no hosted-API deployment on the worked day: no request priced or unpriced
+        "api_requests_priced": 0, "api_requests_unpriced": 0, "api_unpriced_share": None,
+        "api_unpriced_reasons": None}
     assert str(recon["day"]) == DAY
     total = sum(r["cost_total"] for r in by_deployment(worked_day).values())
     assert total == recon["deployment_cost"]

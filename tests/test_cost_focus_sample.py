@@ -16,7 +16,8 @@ import pytest
 from tests.conftest import FOCUS_SAMPLE, SLO_YAML, failure_text, materialize, rows
 
 SELECTION = ["core/billing_charges", "core/deployments_daily", "core/gateway_requests", "core/usage_hourly",
-             "core/cost_lines", "core/cost_allocation_daily", "finance/cost_reconciliation_daily"]
+             "core/api_request_costs", "core/cost_lines", "core/cost_allocation_daily",
+             "finance/cost_reconciliation_daily"]
 SEPTEMBER = [f"2024-09-{d:02d}" for d in range(1, 31)]
 
 

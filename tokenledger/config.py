@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -41,6 +42,14 @@ COST_KEYS = {
 }
 API_PRICE_KEYS = {"input_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok",
                   "output_per_mtok"}
+# Besides the prices of the sheet's standard rate: its own price of reasoning tokens (default: output's), its
+# long-context threshold and rule, the regions its standard rate prices, and its other rates (tiers, regions, long
+# context), each a variation of the standard rate (docs/configuration.md, "Price sheets").
+API_SHEET_KEYS = API_PRICE_KEYS | {"reasoning_per_mtok", "long_context", "regions", "rates"}
+API_RATE_KEYS = API_PRICE_KEYS | {"reasoning_per_mtok", "service_tier", "inference_region", "context_tier",
+                                  "multiplier"}
+SERVICE_TIERS = ("standard", "flex", "priority", "batch")
+CONTEXT_RULES = ("whole_request", "tokens_above")
 # LiteLLM's model price map (model_prices_and_context_window.json): per-token prices by the names LiteLLM gives them.
 LITELLM_PRICE_KEYS = {
     "input_per_mtok": "input_cost_per_token",
@@ -49,6 +58,11 @@ LITELLM_PRICE_KEYS = {
     "cache_write_1h_per_mtok": "cache_creation_input_token_cost_above_1hr",
     "output_per_mtok": "output_cost_per_token",
 }
+# The map's suffixes of a served tier's prices (input_cost_per_token_flex, ..._priority, ..._batches) and of a
+# long-context rate (input_cost_per_token_above_200k_tokens; combined: ..._above_200k_tokens_priority).
+LITELLM_TIER_SUFFIXES = {"flex": "_flex", "priority": "_priority", "batch": "_batches"}
+LITELLM_REASONING_KEY = "output_cost_per_reasoning_token"
+_LITELLM_ABOVE = re.compile(r"_above_(\d+)k_tokens(?:_(flex|priority|batches))?$")
 MAX_PRICE_MAP_BYTES = 64 * 1024 * 1024
 DEFAULT_MODEL = "*"
 
@@ -313,11 +327,15 @@ def flatten_costs(path: Path) -> list[_Rows]:
 
 
 def _flatten_api_prices(version: _Mapping, path: Path, price_version: Any, sheets: _Rows) -> None:
-    """A version's api_prices: each sheet written out per 1M tokens, or named in LiteLLM's model price map.
+    """A version's api_prices: each sheet written out per 1M tokens, or named in LiteLLM's model price map, as one
+    row per rate: its standard rate (service tier standard, the regions of `regions`, input within the long-context
+    threshold) and each of its other rates (a served tier, a region, long context, or a combination of them).
 
-    A class left out is priced as uncached input (cache reads, cache writes: a provider without a cache discount
-    or surcharge); a one-hour cache write as a cache write. Prices from the map are per token there: they are
-    read as decimals and multiplied by 1e6 exactly.
+    A class left out of the standard rate is priced as uncached input (cache reads, cache writes: a provider without
+    a cache discount or surcharge); a one-hour cache write as a cache write; reasoning as output. A class left out of
+    another rate is the standard rate's times the rate's multiplier (default 1). Prices from the map are per token
+    there: they are read as decimals and multiplied by 1e6 exactly; its tier and long-context keys are read as they
+    are (docs/configuration.md).
     """
     entries = _require_mapping(version.get("api_prices") or _Mapping(), path, "api_prices", _line(version))
     price_map: dict[str, Any] | None = None
@@ -334,17 +352,144 @@ def _flatten_api_prices(version: _Mapping, path: Path, price_version: Any, sheet
                 raise ConfigError(f"{path} line {_line(entry)}: the price sheet {name} names {key!r}, which the "
                                   f"LiteLLM price map {map_name} does not have. Use the map's key for the model "
                                   "(for example anthropic/claude-sonnet-4-5 or gpt-4.1) and re-run.")
-            per_token = {ours: found.get(theirs) for ours, theirs in LITELLM_PRICE_KEYS.items()}
-            values = {k: _per_mtok(v) for k, v in per_token.items()}
-            source = f"{map_name} [{key}]"
+            base, rates, long_context = _litellm_rates(found, path, name, _line(entry))
+            source, regions = f"{map_name} [{key}]", None
         else:
-            _check_keys(entry, API_PRICE_KEYS, path, f"the price sheet {name}")
-            values = {k: entry.get(k) for k in API_PRICE_KEYS}
+            _check_keys(entry, API_SHEET_KEYS, path, f"the price sheet {name}")
+            base = {k: entry.get(k) for k in API_PRICE_KEYS | {"reasoning_per_mtok"}}
+            rates = _written_rates(entry, path, name)
+            long_context = _long_context(entry, path, name)
+            regions = _regions(entry, path, name)
             source = path.name
-        values["cache_read_per_mtok"] = _or(values["cache_read_per_mtok"], values["input_per_mtok"])
-        values["cache_write_per_mtok"] = _or(values["cache_write_per_mtok"], values["input_per_mtok"])
-        values["cache_write_1h_per_mtok"] = _or(values["cache_write_1h_per_mtok"], values["cache_write_per_mtok"])
-        sheets.add(_line(entry), entry, price_version=price_version, price_sheet=name, source=source, **values)
+        own_reasoning = _standard_defaults(base)
+        sheet = {"price_version": price_version, "price_sheet": name, "source": source,
+                 "context_threshold_tokens": long_context[0], "context_rule": long_context[1],
+                 "base_regions": regions}
+        sheets.add(_line(entry), entry, **sheet, service_tier="standard", inference_region=None,
+                   context_tier="standard", **base)
+        for line, rate, multiplier, given in rates:
+            prices = {k: _or(given.get(k), _times(base[k], multiplier)) for k in base}
+            if not own_reasoning and "reasoning_per_mtok" not in given:
+                prices["reasoning_per_mtok"] = prices["output_per_mtok"]  # reasoning at the rate's own output price
+            sheets.add(line, given, **sheet, **rate, **prices)
+
+
+def _standard_defaults(base: dict[str, Any]) -> bool:
+    """Fill the classes a standard rate leaves out (see _flatten_api_prices); whether it gave reasoning its own
+    price (else each rate prices reasoning as its own output)."""
+    own_reasoning = base.get("reasoning_per_mtok") is not None
+    base["cache_read_per_mtok"] = _or(base["cache_read_per_mtok"], base["input_per_mtok"])
+    base["cache_write_per_mtok"] = _or(base["cache_write_per_mtok"], base["input_per_mtok"])
+    base["cache_write_1h_per_mtok"] = _or(base["cache_write_1h_per_mtok"], base["cache_write_per_mtok"])
+    base["reasoning_per_mtok"] = _or(base["reasoning_per_mtok"], base["output_per_mtok"])
+    return own_reasoning
+
+
+def _written_rates(entry: _Mapping, path: Path, name: str) -> list[tuple[int, dict, Any, dict]]:
+    """A written sheet's `rates`: (line, the rate's tier, region and context tier, multiplier, its own prices)."""
+    found = []
+    for rate in _require_list(entry.get("rates") or [], path, f"the rates of {name}", entry.line_of("rates")):
+        rate = _require_mapping(rate, path, f"a rate of the price sheet {name}", entry.line_of("rates"))
+        _check_keys(rate, API_RATE_KEYS, path, f"a rate of the price sheet {name}")
+        key = {"service_tier": rate.get("service_tier", "standard"), "inference_region": rate.get("inference_region"),
+               "context_tier": rate.get("context_tier", "standard")}
+        if key == {"service_tier": "standard", "inference_region": None, "context_tier": "standard"}:
+            raise ConfigError(f"{path} line {_line(rate)}: a rate of the price sheet {name} names no service_tier, "
+                              "inference_region or context_tier, so it would be the sheet's standard rate again. "
+                              "Say which tier, region or context it prices (docs/configuration.md).")
+        if key["context_tier"] == "long" and "long_context" not in entry:
+            raise ConfigError(f"{path} line {_line(rate)}: a rate of the price sheet {name} prices context_tier "
+                              "long, but the sheet has no long_context (above_input_tokens and rule). Add it.")
+        found.append((_line(rate), key, rate.get("multiplier", 1),
+                      {k: rate[k] for k in API_PRICE_KEYS | {"reasoning_per_mtok"} if k in rate}))
+    return found
+
+
+def _long_context(entry: _Mapping, path: Path, name: str) -> tuple[Any, Any]:
+    """A written sheet's long_context: (the input tokens above which a request is long context, the rule)."""
+    if "long_context" not in entry:
+        return None, None
+    long_context = _require_mapping(entry.get("long_context"), path, f"the long_context of {name}",
+                                    entry.line_of("long_context"))
+    _check_keys(long_context, {"above_input_tokens", "rule"}, path, f"the long_context of {name}")
+    return long_context.get("above_input_tokens"), long_context.get("rule", "whole_request")
+
+
+def _regions(entry: _Mapping, path: Path, name: str) -> str | None:
+    """A written sheet's `regions` (the regions its standard rate prices) as comma-separated text; None: every
+    region a rate of its own does not price."""
+    if "regions" not in entry:
+        return None
+    regions = _require_list(entry.get("regions"), path, f"the regions of {name}", entry.line_of("regions"))
+    if not regions or not all(isinstance(r, str) and r and "," not in r for r in regions):
+        raise ConfigError(f"{path} line {entry.line_of('regions')}: the regions of the price sheet {name} must be "
+                          "a non-empty list of region names (without commas).")
+    return ",".join(regions)
+
+
+def _litellm_rates(found: dict[str, Any], path: Path, name: str, line: int
+                   ) -> tuple[dict[str, Any], list[tuple[int, dict, Any, dict]], tuple[Any, Any]]:
+    """A LiteLLM map entry as a standard rate, its other rates and its long-context threshold.
+
+    The map's keys are read as they are: `<key>_flex`, `<key>_priority`, `<key>_batches` price a served tier,
+    `<key>_above_<N>k_tokens` (and `..._above_<N>k_tokens_priority`) the requests whose input exceeds N,000 tokens,
+    the whole request at that rate as LiteLLM prices it. A class a rate's keys leave out is the standard one scaled
+    as the rate scales input (the tier's or the threshold's discount or premium applies to every input class, as
+    OpenAI and Anthropic document for batch and long context); output left out is the standard output.
+    """
+    base = {ours: _per_mtok(found.get(theirs)) for ours, theirs in LITELLM_PRICE_KEYS.items()}
+    base["reasoning_per_mtok"] = _per_mtok(found.get(LITELLM_REASONING_KEY))
+    own_reasoning = _standard_defaults(base)
+    thresholds = sorted({int(m.group(1)) for k in found if (m := _LITELLM_ABOVE.search(k))})
+    if len(thresholds) > 1:
+        raise ConfigError(f"{path} line {line}: the price sheet {name} reads a LiteLLM entry with long-context "
+                          f"prices above {' and '.join(f'{t}k' for t in thresholds)} input tokens; tokenledger "
+                          "prices one threshold per sheet. Write the sheet out with the threshold your requests "
+                          "reach (docs/configuration.md) and re-run.")
+    suffixes = [(tier, suffix, "standard") for tier, suffix in LITELLM_TIER_SUFFIXES.items()]
+    if thresholds:
+        above = f"_above_{thresholds[0]}k_tokens"
+        suffixes += [("standard", above, "long")]
+        suffixes += [(tier, above + suffix, "long") for tier, suffix in LITELLM_TIER_SUFFIXES.items()]
+    rates = []
+    for tier, suffix, context_tier in suffixes:
+        given = {ours: _per_mtok(found[theirs + suffix]) for ours, theirs in LITELLM_PRICE_KEYS.items()
+                 if found.get(theirs + suffix) is not None}
+        if "input_per_mtok" not in given and "output_per_mtok" not in given:
+            continue
+        scale = _ratio(given.get("input_per_mtok"), base["input_per_mtok"])
+        for ours in ("cache_read_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok"):
+            if ours not in given and base[ours] is not None:
+                given[ours] = _times(base[ours], scale)
+        if not own_reasoning:
+            given["reasoning_per_mtok"] = given.get("output_per_mtok", base["output_per_mtok"])
+        rates.append((line, {"service_tier": tier, "inference_region": None, "context_tier": context_tier}, 1, given))
+    long_context = (thresholds[0] * 1000, "whole_request") if thresholds else (None, None)
+    return base, rates, long_context
+
+
+def _ratio(value: Any, of: Any) -> Any:
+    """value / of as exact decimal text; 1 when either is missing or not a positive number."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        a, b = Decimal(str(value)), Decimal(str(of))
+    except (InvalidOperation, ValueError):
+        return 1
+    return 1 if b <= 0 or value is None else format((a / b).normalize(), "f")
+
+
+def _times(value: Any, multiplier: Any) -> Any:
+    """value * multiplier as exact decimal text (a value or multiplier that is not a number is left for the
+    contract to name)."""
+    from decimal import Decimal, InvalidOperation
+
+    if value is None or isinstance(value, bool) or isinstance(multiplier, bool):
+        return value
+    try:
+        return format((Decimal(str(value)) * Decimal(str(multiplier))).normalize(), "f")
+    except (InvalidOperation, ValueError):
+        return value if multiplier == 1 else multiplier
 
 
 WHATIF_FILE = "whatif.yaml"

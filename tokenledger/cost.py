@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from tokenledger import lake
-from tokenledger.duck import run_sql, sql_path, statement, used_params
+from tokenledger.duck import literal_path, run_sql, sql_path, statement, used_params
 from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.ingest import DayWindow
 from tokenledger.paths import HomeLayout
@@ -34,6 +34,8 @@ _INPUTS = {
     "billing": ("day_billing", "core", "billing_charges"),
     "deployments": ("day_deployments", "core", "deployments_daily"),
     "usage": ("day_usage", "core", "usage_hourly"),
+    "requests": ("day_requests", "core", "gateway_requests"),
+    "api_request_costs": ("day_api_request_costs", "core", "api_request_costs"),
     "cost_lines": ("day_cost_lines", "core", "cost_lines"),
     "allocation": ("day_cost_allocation", "core", "cost_allocation_daily"),
     "cost_per_mtok": ("day_cost_per_mtok", "finance", "cost_per_mtok_daily"),
@@ -101,18 +103,25 @@ def _rate_card_charges(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
     con.execute(text, used_params(text, window.params(deployments_file=deployments_file)))
 
 
+def build_api_request_costs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
+                            ) -> dict[str, Any]:
+    """Write core.api_request_costs for the day: every reached request of a hosted-API deployment priced at its
+    tier, region and context rate, or marked unpriced with the reason (sql/api_request_costs.sql)."""
+    attach(con, layout, window, "deployments", "requests")
+    price_version = cost_policy_in_force(con, layout, window)
+    rows = _write(con, layout, window, "core", "api_request_costs")
+    path = lake.day_file(layout.lake, "core", "api_request_costs", window.day)
+    unpriced = con.execute(f"SELECT count(*) FILTER (WHERE price_status = 'unpriced') "
+                           f"FROM read_parquet({sql_path(path)})").fetchone()[0]
+    return {"rows": rows, "unpriced_requests": unpriced, "price_version": price_version}
+
+
 def api_costs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, price_version: str) -> None:
     """Create `day_api_prices` and `day_api_costs` (sql/api_prices_day.sql, sql/api_usage_costs.sql): each hosted-API
-    deployment's price sheet and its cost by token class; stop the day when a sheet is missing."""
+    deployment's standard price sheet rate, and its cost by token class over its priced requests (from
+    core.api_request_costs; a request without a price is counted there, never costed at 0)."""
+    attach(con, layout, window, "api_request_costs")
     con.execute("CREATE OR REPLACE TEMP TABLE day_api_prices AS " + statement("api_prices_day"))
-    missing = con.execute("SELECT deployment_id, price_sheet, config_line FROM day_api_prices "
-                          "WHERE input_per_mtok IS NULL ORDER BY deployment_id").fetchall()
-    if missing:
-        named = "; ".join(f"{dep} (price_sheet {sheet!r}, deployments.yaml line {line})"
-                          for dep, sheet, line in missing)
-        raise ConfigError(f"{layout.config / 'costs.yaml'}: cost policy {price_version} (in force on {window.day}) "
-                          f"has no api_prices entry for the hosted-API deployment(s) {named}. Add the price sheet "
-                          "to that version's api_prices (docs/configuration.md) and re-run the day.")
     con.execute("CREATE OR REPLACE TEMP TABLE day_api_costs AS " + statement("api_usage_costs"))
 
 
@@ -193,13 +202,44 @@ def build_focus_cost_and_usage(con: duckdb.DuckDBPyConnection, layout: HomeLayou
 def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow
                               ) -> dict[str, Any]:
     """Write finance.cost_reconciliation_daily for the day; returns how many currencies do not balance."""
-    attach(con, layout, window, "billing", "cost_lines", "allocation")
+    attach(con, layout, window, "billing", "cost_lines", "allocation", "api_request_costs")
     cost_policy_in_force(con, layout, window)
     rows = _write(con, layout, window, "finance", "cost_reconciliation_daily")
     path = lake.day_file(layout.lake, "finance", "cost_reconciliation_daily", window.day)
     unbalanced = con.execute(f"SELECT count(*) FILTER (WHERE NOT balanced) FROM read_parquet({sql_path(path)})"
                              ).fetchone()[0]
     return {"rows": rows, "unbalanced_currencies": unbalanced}
+
+
+PROVIDER_COST_FORMATS = {".json": "json"}
+
+
+def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
+                                       tolerance: float) -> dict[str, Any]:
+    """Write finance.provider_cost_reconciliation_daily for the day: the providers' own cost exports
+    (raw/provider_costs/*.json, each a saved page of OpenAI's Costs API or Anthropic's cost report) against
+    tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance."""
+    from tokenledger.landing import landing_files
+
+    attach(con, layout, window, "deployments", "api_request_costs")
+    cost_policy_in_force(con, layout, window)
+    files = [literal_path(f.path) for f in landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS,
+                                                         "provider cost export")]
+    pages = ("SELECT filename AS file, json AS page FROM read_json_objects($files, format = 'auto', filename = true)"
+             if files else "SELECT NULL::VARCHAR AS file, NULL::JSON AS page WHERE false")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE day_provider_cost_pages AS {pages}",
+                    {"files": files} if files else {})
+    except duckdb.Error as exc:
+        raise LedgerError(f"{layout.raw / 'provider_costs'}: a provider cost export is not a JSON document ({exc}). "
+                          "Save each page of the API's response as it came, one file per page, and re-run the "
+                          "day.") from None
+    path = lake.day_file(layout.lake, "finance", "provider_cost_reconciliation_daily", window.day)
+    rows = lake.write_query(con, statement("provider_cost_reconciliation_daily"), path,
+                            window.params(tolerance=tolerance))
+    out = con.execute(f"SELECT count(*) FILTER (WHERE NOT within_tolerance) FROM read_parquet({sql_path(path)})"
+                      ).fetchone()[0]
+    return {"rows": rows, "provider_files": len(files), "out_of_tolerance": out}
 
 
 def unbalanced_rows(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:

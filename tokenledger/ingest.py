@@ -451,9 +451,10 @@ def _adapted_records(con: duckdb.DuckDBPyConnection, file: LandingFile, adapter:
                      lines: str | None) -> Any:
     """A relation of the file's records as JSON objects: source_line, line_problem, j."""
     if file.fmt == "jsonl":
-        return (f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, j FROM ("
-                f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN try(text::JSON) END AS j "
-                f"FROM ({lines}))")
+        records = (f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, j FROM ("
+                   f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN try(text::JSON) END AS j "
+                   f"FROM ({lines}))")
+        return statement(adapter.records, lines=records) if adapter.records else records
     fields = _record_fields(adapter, source_table)
     if file.fmt == "parquet":
         schema = parquet_schema(con, file.path, f"a {adapter.title}")

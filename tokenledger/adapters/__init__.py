@@ -46,6 +46,9 @@ class Adapter:
     json_columns: tuple[str, ...] = ()
     # The formats (tokenledger.adapters.detect.FORMATS) this adapter reads, as told from a file's first records.
     kinds: tuple[str, ...] = ()
+    # A JSON Lines format whose one line holds many records (OTLP's spans): sql/<records>.sql turns the lines
+    # (source_line, line_problem, j) into records of the same shape, each keeping its line's number.
+    records: str | None = None
     # Other formats landing in the same folder, each read by its own adapter when a file's first records are its.
     variants: tuple[Adapter, ...] = ()
 
@@ -59,6 +62,6 @@ class Adapter:
 
 def adapters() -> dict[str, Adapter]:
     """Every adapter by source name (imported here, not at module load, to keep the modules independent)."""
-    from tokenledger.adapters import anthropic, litellm, openai
+    from tokenledger.adapters import anthropic, litellm, openai, otel
 
-    return {a.name: a for a in (litellm.ADAPTER, openai.ADAPTER, anthropic.ADAPTER)}
+    return {a.name: a for a in (litellm.ADAPTER, openai.ADAPTER, anthropic.ADAPTER, otel.ADAPTER)}

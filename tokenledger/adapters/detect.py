@@ -22,6 +22,7 @@ FORMATS = {
     "codex": ("Codex CLI session log", "openai"),
     "anthropic_message": ("Anthropic message log", "anthropic"),
     "claude_code": ("Claude Code session log", "anthropic"),
+    "otlp": ("OTLP JSON trace export", "otel"),
 }
 # A Codex rollout line is {"timestamp", "type", "payload"} with one of these types (codex-rs/protocol RolloutItem).
 CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -35,6 +36,8 @@ _LINE_BYTES = 1 << 20  # a longer line is not looked at (Claude Code's tool resu
 def record_format(record: dict[str, Any]) -> str | None:
     """The format one record belongs to, None when its keys say nothing certain."""
     kind = record.get("type")
+    if "resourceSpans" in record:
+        return "otlp"
     if "payload" in record and kind in CODEX_TYPES:
         return "codex"
     if ("sessionId" in record and kind in CLAUDE_CODE_TYPES) or (kind == "summary" and "leafUuid" in record):

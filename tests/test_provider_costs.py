@@ -1,0 +1,98 @@
+"""The providers' own cost exports against tokenledger's prices (finance.provider_cost_reconciliation_daily): an
+Anthropic cost report by model and tier whose batch figure differs from tokenledger's by a known amount, and an
+OpenAI Costs API page without line items, compared as the provider's whole day. Prices: the sheets of
+tests/test_api_pricing.py (opus on the sheet `whole`, GPT-5 from LiteLLM's map)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import failure_text, gateway_dir, materialize, request, rows, write_jsonl
+from tests.test_api_pricing import _home
+
+DAY = "2026-11-16"
+DAY_START = 1794787200  # 2026-11-16T00:00:00Z
+
+ANTHROPIC = {"data": [
+    {"starting_at": "2026-11-16T00:00:00Z", "ending_at": "2026-11-17T00:00:00Z", "results": [
+        # amounts in cents: 2.5 cents = 0.025 USD for opus at batch, 7.5 cents = 0.075 USD at standard
+        {"currency": "USD", "amount": "2.5", "workspace_id": None, "description": "Claude Opus Batch Usage",
+         "cost_type": "tokens", "context_window": "0-200k", "model": "opus", "service_tier": "batch",
+         "token_type": "uncached_input_tokens"},
+        {"currency": "USD", "amount": "7.5", "workspace_id": None, "description": "Claude Opus Usage",
+         "cost_type": "tokens", "context_window": "0-200k", "model": "opus", "service_tier": "standard",
+         "token_type": "uncached_input_tokens"}]},
+    # the next day's bucket: not this day's
+    {"starting_at": "2026-11-17T00:00:00Z", "ending_at": "2026-11-18T00:00:00Z", "results": [
+        {"currency": "USD", "amount": "999", "model": "opus", "service_tier": "standard"}]}],
+    "has_more": False, "next_page": None}
+OPENAI = {"object": "page", "data": [{"object": "bucket", "start_time": DAY_START, "end_time": DAY_START + 86400,
+                                      "results": [{"object": "organization.costs.result",
+                                                   "amount": {"value": 0.028, "currency": "usd"},
+                                                   "line_item": None, "project_id": None}]}],
+          "has_more": False, "next_page": None}
+
+
+@pytest.fixture(scope="module")
+def reconciled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    mp = pytest.MonkeyPatch()
+    home = _home(tmp_path_factory.mktemp("provider") / "home")
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    write_jsonl(gateway_dir(home, DAY) / "api.jsonl", [
+        # GPT-5 standard: 6,000 * 1.25 + 4,000 * 0.125 + 2,000 * 10 = 28,000 per 1M = 0.028
+        request("g1", model="gpt5", deployment_id="gpt5-api", input_tokens=10_000, cached_input_tokens=4_000,
+                output_tokens=2_000),
+        # opus served at batch (the log says so): 4,000 * 2.5 + 15,000 * 0.25 + 1,000 * 3.125 + 500 * 12.5
+        # = 23,125 per 1M = 0.023125
+        request("o1", model="opus", deployment_id="wr-api", service_tier="batch", input_tokens=20_000,
+                cached_input_tokens=15_000, cache_write_tokens=1_000, output_tokens=500),
+        # opus standard: 10,000 * 5 + 1,000 * 25 = 75,000 per 1M = 0.075
+        request("o2", model="opus", deployment_id="wr-api", input_tokens=10_000, cached_input_tokens=0,
+                output_tokens=1_000),
+    ])
+    folder = home / "raw" / "provider_costs"
+    folder.mkdir(parents=True)
+    (folder / "anthropic-2026-11.json").write_text(json.dumps(ANTHROPIC))
+    (folder / "anthropic-2026-11-again.json").write_text(json.dumps(ANTHROPIC))  # the same page saved twice
+    (folder / "openai-2026-11.json").write_text(json.dumps(OPENAI))
+    result = materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
+    assert result.success, failure_text(result)
+    (home / "warnings.json").write_text(json.dumps({
+        e.event_specific_data.asset_check_key.name: e.event_specific_data.description
+        for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        and not e.event_specific_data.passed
+        and e.event_specific_data.asset_check_key.asset_key.to_user_string()
+        == "finance/provider_cost_reconciliation_daily"}))
+    yield home
+    mp.undo()
+
+
+def test_the_provider_figure_beside_tokenledger_s_and_the_difference(reconciled: Path) -> None:
+    got = {(r["provider"], r["model"], r["service_tier"]): r
+           for r in rows(reconciled, "finance", "provider_cost_reconciliation_daily", DAY)}
+    assert set(got) == {("anthropic", "opus", "batch"), ("anthropic", "opus", "standard"), ("openai", None, None)}
+    batch = got[("anthropic", "opus", "batch")]
+    # 0.023125 - 0.025 = -0.001875, 7.5% of the provider's figure: beyond the 1% tolerance (the page saved twice
+    # counts once, the next day's bucket not at all)
+    assert (batch["provider_cost"], batch["tokenledger_cost"], batch["difference"]) \
+        == (Decimal("0.025"), Decimal("0.023125"), Decimal("-0.001875"))
+    assert batch["within_tolerance"] is False
+    standard = got[("anthropic", "opus", "standard")]
+    assert (standard["provider_cost"], standard["difference"], standard["within_tolerance"]) \
+        == (Decimal("0.075"), Decimal("0"), True)
+    # OpenAI's page has no line items: its whole day, 0.028, against GPT-5's 0.028
+    whole = got[("openai", None, None)]
+    assert (whole["provider_cost"], whole["tokenledger_cost"], whole["within_tolerance"]) \
+        == (Decimal("0.028"), Decimal("0.028"), True)
+    assert whole["provider_files"].endswith("openai-2026-11.json")
+
+
+def test_a_difference_beyond_the_tolerance_is_flagged_by_the_contract(reconciled: Path) -> None:
+    # the warning rule of the contract fails on the one row out of tolerance; the day is published all the same
+    warnings = json.loads((reconciled / "warnings.json").read_text())
+    assert list(warnings) == ["contract_warnings"]
+    assert "provider_figure_within_tolerance" in warnings["contract_warnings"]
