@@ -12,6 +12,8 @@ SELECT
     rate_limit_rpm,
     rate_limit_tpm,
     model_version,
+    model_developer,
+    model_family,
     engine,
     engine_version,
     gpu_type,

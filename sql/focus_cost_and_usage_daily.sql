@@ -1,22 +1,28 @@
 -- focus.cost_and_usage_daily: the tenant showback of the UTC day as a FinOps FOCUS 1.2 cost and usage dataset.
--- One Usage row per tenant, model, deployment, token class and currency with tokens that day: the class's tokens
--- (ConsumedQuantity, in Tokens; PricingQuantity in 1000000 Tokens) and its part of the tenant's showback cost
--- (finance.tenant_showback_daily). A tenant's cost of a model is split over its (deployment, class) cells by
--- weighted tokens, tokens * the class weight of day_token_class_weights (the showback's own weights, so a class
--- costs the same per token for every tenant and deployment of a model: the model's cost per weighted token times
--- the weight). Each part is rounded to 1e-12 and the rounding residual goes to the cell with the most weighted
+-- One Usage row per tenant, model, deployment, token class (its SkuMeter) and currency with tokens that day: the
+-- class's tokens (ConsumedQuantity, in Tokens; PricingQuantity in 1000000 Tokens) and its part of the tenant's
+-- showback cost (finance.tenant_showback_daily). A tenant's cost of a model is split over its (deployment, class)
+-- cells by weighted tokens, tokens * the class weight of day_token_class_weights (the showback's own weights, so a
+-- class costs the same per token for every tenant and deployment of a model: the model's cost per weighted token
+-- times the weight). Each part is rounded to 1e-12 and the rounding residual goes to the cell with the most weighted
 -- tokens (ties: deployment_id, then the class order below), so a tenant's parts add up to its showback cost
--- exactly. Classes: output (produced, successful requests), uncached input (recomputed, less cache writes), cache
--- writes of the five-minute and of the one-hour lifetime, cached input (cache reads). A showback row with a NULL
--- cost (the model's tenants have no weighted tokens) has nothing to split and no row here. Column rules:
--- data_contracts/focus_cost_and_usage_daily.odcs.yaml; the mapping is in docs/decisions.md, "FOCUS export".
+-- exactly. Classes: output (produced, successful requests, less their reasoning tokens), reasoning (the reasoning
+-- tokens of those requests, a part of output, at most all of it; weighted as output, as the showback weighs them),
+-- uncached input (recomputed, less cache writes), cache writes of the five-minute and of the one-hour lifetime,
+-- cached input (cache reads). Output and reasoning add up to the output produced. SkuPriceDetails holds the model's
+-- properties (FOCUS 1.3's ModelId, ModelVersion, ModelDeveloper, ModelFamily; keys without a value left out), of the
+-- deployment as it stood at the end of the day; SkuPriceId carries the model version so that one SkuPriceId has one
+-- SkuPriceDetails. A showback row with a NULL cost (the model's tenants have no weighted tokens) has nothing to split
+-- and no row here. Column rules: data_contracts/focus_cost_and_usage_daily.odcs.yaml; the mapping is in
+-- docs/decisions.md, "FOCUS export".
 WITH classes AS (
     SELECT * FROM (VALUES
         (1, 'output', 'Output Tokens'),
-        (2, 'input_uncached', 'Uncached Input Tokens'),
-        (3, 'input_cache_write', 'Cache Write Tokens'),
-        (4, 'input_cache_write_1h', 'One-Hour Cache Write Tokens'),
-        (5, 'input_cached', 'Cached Input Tokens')
+        (2, 'reasoning', 'Reasoning Tokens'),
+        (3, 'input_uncached', 'Uncached Input Tokens'),
+        (4, 'input_cache_write', 'Cache Write Tokens'),
+        (5, 'input_cache_write_1h', 'One-Hour Cache Write Tokens'),
+        (6, 'input_cached', 'Cached Input Tokens')
     ) AS c(class_order, token_class, meter)
 ),
 usage AS (
@@ -24,7 +30,9 @@ usage AS (
         tenant_id,
         model,
         deployment_id,
-        sum(output_produced)::BIGINT AS output,
+        -- reasoning is a part of output: NULL (not reported) is none, and never more than the output it is part of
+        least(coalesce(sum(reasoning_produced), 0), sum(output_produced))::BIGINT AS reasoning,
+        (sum(output_produced) - reasoning)::BIGINT AS output,
         sum(input_recomputed - input_cache_write)::BIGINT AS input_uncached,
         sum(input_cache_write - input_cache_write_1h)::BIGINT AS input_cache_write,
         sum(input_cache_write_1h)::BIGINT AS input_cache_write_1h,
@@ -40,19 +48,28 @@ cells AS (
         c.class_order,
         c.token_class,
         c.meter,
-        CASE c.token_class WHEN 'output' THEN u.output WHEN 'input_uncached' THEN u.input_uncached
+        CASE c.token_class WHEN 'output' THEN u.output WHEN 'reasoning' THEN u.reasoning
+             WHEN 'input_uncached' THEN u.input_uncached
              WHEN 'input_cache_write' THEN u.input_cache_write WHEN 'input_cache_write_1h' THEN u.input_cache_write_1h
              ELSE u.input_cached END AS tokens,
-        tokens * CASE c.token_class WHEN 'output' THEN w.w_output WHEN 'input_uncached' THEN w.w_uncached
-                      WHEN 'input_cache_write' THEN w.w_cache_write WHEN 'input_cache_write_1h' THEN w.w_cache_write_1h
+        tokens * CASE WHEN c.token_class IN ('output', 'reasoning') THEN w.w_output
+                      WHEN c.token_class = 'input_uncached' THEN w.w_uncached
+                      WHEN c.token_class = 'input_cache_write' THEN w.w_cache_write
+                      WHEN c.token_class = 'input_cache_write_1h' THEN w.w_cache_write_1h
                       ELSE w.w_cached END AS weighted_tokens
     FROM usage AS u
     CROSS JOIN classes AS c
     JOIN day_token_class_weights AS w USING (model)
 ),
--- The deployment as it stood at the end of its day (its last version in force).
+-- The deployment as it stood at the end of its day (its last version in force; a property it leaves out is NULL).
 deployments AS (
-    SELECT deployment_id, arg_max(kind, in_force_to) AS kind, arg_max(provider, in_force_to) AS provider
+    SELECT
+        deployment_id,
+        arg_max(kind, in_force_to) AS kind,
+        arg_max(provider, in_force_to) AS provider,
+        arg_max_null(model_version, in_force_to) AS model_version,
+        arg_max_null(model_developer, in_force_to) AS model_developer,
+        arg_max_null(model_family, in_force_to) AS model_family
     FROM day_deployments
     GROUP BY deployment_id
 ),
@@ -116,7 +133,12 @@ SELECT
     'Generative AI' AS ServiceSubcategory,
     c.model || '/' || c.token_class AS SkuId,
     c.meter AS SkuMeter,
-    c.model || '/' || c.token_class AS SkuPriceId,
+    -- FOCUS Key-Value Format: a JSON object, keys without a value left out (json_object would write them as null)
+    json_merge_patch('{}'::JSON, json_object('ModelDeveloper', d.model_developer),
+                     json_object('ModelFamily', d.model_family),
+                     json_object('ModelId', c.model), json_object('ModelVersion', d.model_version))
+        AS SkuPriceDetails,
+    c.model || '/' || c.token_class || coalesce('@' || d.model_version, '') AS SkuPriceId,
     json_object('tokenledger:tenant', c.tenant_id, 'tokenledger:model', c.model,
                 'tokenledger:deployment', c.deployment_id) AS Tags,
     c.model AS x_Model,

@@ -3,7 +3,8 @@ messy day of tests/test_cost.py, and read back through tokenledger's own FOCUS r
 
 The small day is 2026-11-16 in the conftest inventory plus one hosted-API deployment, claude-api (Anthropic; its
 sheet in costs.yaml: input 3, cache read 0.30, cache write 3.75, one-hour cache write 6, output 15 USD per 1M
-tokens). The bill has one line: 249.00 USD of GPU tagged to m70-h100. Every expected number is worked out here.
+tokens; all four model properties declared). The bill has one line: 249.00 USD of GPU tagged to m70-h100. Every
+expected number is worked out here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tests.conftest import (
 )
 from tests.test_cost import charge, write_day
 from tokenledger.contracts import load_contract
+from tokenledger.duck import statement, used_params
 from tokenledger.expectations import CRITICAL, validate_files
 from tokenledger.paths import HomeLayout
 from tokenledger.warehouse import connect
@@ -45,6 +47,9 @@ CLAUDE = """\
     model: claude
     kind: api
     provider: anthropic
+    model_version: "20250514"
+    model_developer: Anthropic
+    model_family: Claude Sonnet
     valid_from: 2026-11-01
 """
 
@@ -73,9 +78,10 @@ def _small_day(home: Path) -> None:
         request("a1", tenant_id="team-a"),
         # team-b: 1,000 cached, 1,000 uncached, 100 output: 100 + 1,000 + 500 = 1,600 weighted (2,490 in all).
         request("b1", tenant_id="team-b", input_tokens=2000, cached_input_tokens=1000, output_tokens=100),
-        # claude, team-a: 6,000 cache reads, 2,000 cache writes (500 of them one-hour), 2,000 uncached, 400 output.
+        # claude, team-a: 6,000 cache reads, 2,000 cache writes (500 of them one-hour), 2,000 uncached, 400 output
+        # of which 150 reasoning.
         request("c1", **claude, tenant_id="team-a", input_tokens=10000, cached_input_tokens=6000,
-                cache_write_tokens=2000, cache_write_1h_tokens=500, output_tokens=400),
+                cache_write_tokens=2000, cache_write_1h_tokens=500, output_tokens=400, reasoning_tokens=150),
         # claude, team-b: 2,000 uncached input, 100 output.
         request("c2", **claude, tenant_id="team-b", input_tokens=2000, cached_input_tokens=0, output_tokens=100),
     ])
@@ -125,7 +131,10 @@ def test_the_small_day_by_hand(small_day: Path) -> None:
         ("team-b", "m70-h100", "input_uncached"): (d("1000"), d("0.001"), d("100"), pytest.approx(100_000)),
         ("team-b", "m70-h100", "input_cached"): (d("1000"), d("0.001"), d("10"), pytest.approx(10_000)),
         # 400 * 15 = 6,000; 2,000 * 3 = 6,000; 1,500 * 3.75 = 5,625; 500 * 6 = 3,000; 6,000 * 0.30 = 1,800 per 1M
-        ("team-a", "claude-api", "output"): (d("400"), d("0.0004"), d("0.006"), pytest.approx(15)),
+        # team-a's 400 output tokens are 250 output and 150 reasoning, both weighted as output (15): 250 * 15 = 3,750
+        # and 150 * 15 = 2,250 per 1M, 0.00375 + 0.00225 = 0.006, its output cost before the split.
+        ("team-a", "claude-api", "output"): (d("250"), d("0.00025"), d("0.00375"), pytest.approx(15)),
+        ("team-a", "claude-api", "reasoning"): (d("150"), d("0.00015"), d("0.00225"), pytest.approx(15)),
         ("team-a", "claude-api", "input_uncached"): (d("2000"), d("0.002"), d("0.006"), pytest.approx(3)),
         ("team-a", "claude-api", "input_cache_write"): (d("1500"), d("0.0015"), d("0.005625"), pytest.approx(3.75)),
         ("team-a", "claude-api", "input_cache_write_1h"): (d("500"), d("0.0005"), d("0.003"), pytest.approx(6)),
@@ -133,8 +142,8 @@ def test_the_small_day_by_hand(small_day: Path) -> None:
         ("team-b", "claude-api", "output"): (d("100"), d("0.0001"), d("0.0015"), pytest.approx(15)),
         ("team-b", "claude-api", "input_uncached"): (d("2000"), d("0.002"), d("0.006"), pytest.approx(3)),
     }
-    # The showback they split: m70 890 : 1,600 of 249.00; claude 0.022425 (6,000 + 6,000 + 5,625 + 3,000 + 1,800 per
-    # 1M tokens) and 0.0075 (6,000 + 1,500), its sheet cost.
+    # The showback they split: m70 890 : 1,600 of 249.00; claude 0.022425 (3,750 + 2,250 + 6,000 + 5,625 + 3,000 +
+    # 1,800 per 1M tokens) and 0.0075 (6,000 + 1,500), its sheet cost.
     showback = {(r["model"], r["tenant_id"]): r["cost"] for r in rows(small_day, "finance", "tenant_showback_daily",
                                                                       DAY)}
     assert showback == {("m70", "team-a"): d("89"), ("m70", "team-b"): d("160"),
@@ -157,13 +166,22 @@ def test_every_focus_column_of_one_row(small_day: Path) -> None:
         "ResourceType": "Hosted Model API", "ServiceCategory": "AI and Machine Learning",
         "ServiceName": "LLM Inference", "ServiceSubcategory": "Generative AI",
         "SkuId": "claude/input_cache_write_1h", "SkuMeter": "One-Hour Cache Write Tokens",
-        "SkuPriceId": "claude/input_cache_write_1h",
+        "SkuPriceDetails": '{"ModelDeveloper":"Anthropic","ModelFamily":"Claude Sonnet","ModelId":"claude",'
+                           '"ModelVersion":"20250514"}',
+        "SkuPriceId": "claude/input_cache_write_1h@20250514",
         "Tags": '{"tokenledger:tenant":"team-a","tokenledger:model":"claude","tokenledger:deployment":"claude-api"}',
         "x_Model": "claude", "x_TokenClass": "input_cache_write_1h", "x_EffectiveUnitPrice": pytest.approx(6.0),
         "x_PriceVersion": "p1",
     }
     (m70,) = _focus(small_day, where="BillingAccountId = 'team-a' AND SkuId = 'm70/output'")
     assert (m70["PublisherName"], m70["ResourceType"]) == ("tokenledger", "Model Deployment")
+    # m70-h100 declares no model_version, developer or family: ModelId only, and SkuPriceId is SkuId.
+    assert (m70["SkuPriceDetails"], m70["SkuPriceId"], m70["SkuMeter"]) == ('{"ModelId":"m70"}', "m70/output",
+                                                                           "Output Tokens")
+    (reasoning,) = _focus(small_day, where="SkuId = 'claude/reasoning'")
+    assert (reasoning["SkuMeter"], reasoning["SkuPriceId"], reasoning["ChargeDescription"]) == (
+        "Reasoning Tokens", "claude/reasoning@20250514",
+        "Reasoning Tokens of claude on deployment claude-api for tenant team-a")
 
 
 def test_the_export_is_published_and_in_the_warehouse(small_day: Path) -> None:
@@ -172,9 +190,9 @@ def test_the_export_is_published_and_in_the_warehouse(small_day: Path) -> None:
     con = duckdb.connect()
     published = con.execute("SELECT sum(EffectiveCost), count(*) FROM read_parquet($f)",
                             {"f": [str(f) for f in files]}).fetchone()
-    assert published == (d("249") + d("0.029925"), 13)
+    assert published == (d("249") + d("0.029925"), 14)  # 13 rows before team-a's claude output was split
     with connect(HomeLayout.of(small_day)) as warehouse:  # its views read paths relative to the home
-        assert warehouse.execute("SELECT count(*) FROM focus.cost_and_usage_daily").fetchone() == (13,)
+        assert warehouse.execute("SELECT count(*) FROM focus.cost_and_usage_daily").fetchone() == (14,)
 
 
 def test_the_contract_catches_what_focus_forbids(small_day: Path, tmp_path: Path) -> None:
@@ -303,3 +321,54 @@ def test_the_messy_day_reads_back_as_its_showback(messy_day: Path, tmp_path: Pat
     assert {k: v[0] for k, v in read.items()} == showback
     assert {k: v[1] for k, v in read.items()} == showback
 
+
+
+def _split(usage: str, showback: str) -> dict[tuple, tuple]:
+    """sql/focus_cost_and_usage_daily.sql on small hand-made tables: model m with weights output 5, uncached 1 (the
+    rest 0.1), deployment d1 whose last version of the day declares a version and a developer but no family (an
+    earlier version did). `usage` and `showback` are VALUES rows of (tenant, output, reasoning, uncached) and
+    (tenant, cost)."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TABLE day_usage AS SELECT tenant_id, 'm' AS model, 'd1' AS deployment_id, "
+                "output_produced::BIGINT AS output_produced, reasoning_produced::BIGINT AS reasoning_produced, "
+                "input_recomputed::BIGINT AS input_recomputed, 0::BIGINT AS input_cache_write, "
+                "0::BIGINT AS input_cache_write_1h, 0::BIGINT AS input_cached "
+                f"FROM (VALUES {usage}) AS t(tenant_id, output_produced, reasoning_produced, input_recomputed)")
+    con.execute("CREATE TABLE day_token_class_weights AS SELECT 'm' AS model, 0.1 AS w_cached, 1.0 AS w_uncached, "
+                "0.1 AS w_cache_write, 0.1 AS w_cache_write_1h, 5.0 AS w_output")
+    con.execute("CREATE TABLE day_showback AS SELECT tenant_id, 'm' AS model, 'USD' AS currency, 'p1' AS "
+                f"price_version, cost::DECIMAL(38, 12) AS cost FROM (VALUES {showback}) AS t(tenant_id, cost)")
+    con.execute("CREATE TABLE day_deployments AS SELECT * FROM (VALUES "
+                "('d1', 'gpu', NULL, 'v1', 'Meta', 'Llama', TIMESTAMPTZ '2026-11-16 12:00:00+00'), "
+                "('d1', 'gpu', NULL, 'v2', 'Meta', NULL, TIMESTAMPTZ '2026-11-17 00:00:00+00')) AS t(deployment_id, "
+                "kind, provider, model_version, model_developer, model_family, in_force_to)")
+    text = statement("focus_cost_and_usage_daily")
+    params = {"day_start": f"{DAY}T00:00:00Z", "day_end": "2026-11-17T00:00:00Z", "provider_name": "tokenledger"}
+    cur = con.execute(text, used_params(text, params))
+    names = [c[0] for c in cur.description]
+    return {(r["BillingAccountId"], r["x_TokenClass"]): (r["SkuMeter"], r["ConsumedQuantity"], r["EffectiveCost"],
+                                                         r["SkuPriceId"], r["SkuPriceDetails"])
+            for r in (dict(zip(names, row, strict=True)) for row in cur.fetchall())}
+
+
+def test_reasoning_is_split_from_output_weighted_as_output() -> None:
+    # t1 over two hours: 100 output (30 reasoning) and 20 output (reasoning not reported), 300 uncached input.
+    # t2: a source that reports 50 reasoning tokens within 40 output: all 40 are reasoning, no output row.
+    # t3: 10 output, reasoning never reported: an output row only, no reasoning row.
+    got = _split("('t1', 100, 30, 300), ('t1', 20, NULL, 0), ('t2', 40, 50, 0), ('t3', 10, NULL, 0)",
+                 "('t1', 1.00), ('t2', 0.20), ('t3', 0.05)")
+    # t1: 90 output * 5 = 450, 30 reasoning * 5 = 150, 300 uncached * 1 = 300, 900 weighted tokens of 1.00 USD:
+    # 0.5, 0.166666666667 (1/6 rounded to 1e-12) and 0.333333333333, which add up to 1.000000000000; output and
+    # reasoning together 0.666666666667, 120 tokens, what the single output row of 120 tokens cost before the split.
+    # SkuPriceDetails of d1 as its last version stood: v2 and Meta, no family (v1's Llama is not carried over).
+    details = '{"ModelDeveloper":"Meta","ModelId":"m","ModelVersion":"v2"}'
+    assert got == {
+        ("t1", "output"): ("Output Tokens", d("90"), d("0.5"), "m/output@v2", details),
+        ("t1", "reasoning"): ("Reasoning Tokens", d("30"), d("0.166666666667"), "m/reasoning@v2", details),
+        ("t1", "input_uncached"): ("Uncached Input Tokens", d("300"), d("0.333333333333"), "m/input_uncached@v2",
+                                   details),
+        ("t2", "reasoning"): ("Reasoning Tokens", d("40"), d("0.2"), "m/reasoning@v2", details),
+        ("t3", "output"): ("Output Tokens", d("10"), d("0.05"), "m/output@v2", details),
+    }
+    assert sum(v[2] for k, v in got.items() if k[0] == "t1") == d("1.00")
