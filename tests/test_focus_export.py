@@ -36,7 +36,7 @@ from tests.conftest import (
 from tests.test_cost import charge, write_day
 from tokenledger.contracts import load_contract
 from tokenledger.duck import statement, used_params
-from tokenledger.expectations import CRITICAL, validate_files
+from tokenledger.expectations import CRITICAL, WARNING, validate_files
 from tokenledger.paths import HomeLayout
 from tokenledger.warehouse import connect
 
@@ -214,6 +214,30 @@ def test_the_contract_catches_what_focus_forbids(small_day: Path, tmp_path: Path
         "ChargeCategory in {Usage}": 2, "costs_agree": 2, "BillingPeriodStart not null": 2,
         "BillingCurrency matches ^[A-Z]{3}$": 1}
     assert not validate_files(con, "focus.cost_and_usage_daily", table, [source]).failed(CRITICAL)
+
+
+
+def test_the_contract_checks_sku_price_ids_and_their_details(small_day: Path, tmp_path: Path) -> None:
+    source = small_day / "lake" / "focus" / "cost_and_usage_daily" / f"day={DAY}" / "data.parquet"
+    broken = tmp_path / "broken.parquet"
+    con = duckdb.connect()
+    # team-b's claude/output row declares another family: its SkuPriceId claude/output@20250514 now has two
+    # SkuPriceDetails (a warning). Both m70/input_cached rows (team-a, team-b) lose nothing but get a SkuPriceId
+    # with a version their details do not have (an error).
+    con.execute("COPY (SELECT * REPLACE ("
+                "  CASE WHEN SkuId = 'claude/output' AND BillingAccountId = 'team-b'"
+                "       THEN json_merge_patch(SkuPriceDetails, '{\"ModelFamily\": \"Claude Opus\"}')"
+                "       ELSE SkuPriceDetails END AS SkuPriceDetails,"
+                "  CASE WHEN SkuId = 'm70/input_cached' THEN SkuId || '@v9' ELSE SkuPriceId END AS SkuPriceId)"
+                " FROM read_parquet($s, hive_partitioning = false)) TO $t (FORMAT PARQUET)",
+                {"s": str(source), "t": str(broken)})
+    table = load_contract("focus_cost_and_usage_daily").table()
+    validation = validate_files(con, "focus.cost_and_usage_daily", table, [broken])
+    assert {f.rule.split(" (")[0]: f.unexpected for f in validation.failed(CRITICAL)} == {
+        "sku_names_model_and_class": 2}
+    assert {f.rule.split(" (")[0]: f.unexpected for f in validation.failed(WARNING)} == {
+        "one_sku_price_details_per_sku_price_id": 1}
+    assert not validate_files(con, "focus.cost_and_usage_daily", table, [source]).failed(WARNING)
 
 
 def _read_back(export_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[tuple, tuple]:
