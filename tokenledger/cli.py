@@ -322,13 +322,14 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         return
     print(f"\nPublished to {layout.shown(layout.exports)} (a Parquet dataset per table, day=YYYY-MM-DD/ per day; "
           f"finance also as CSV under csv/) and {layout.warehouse} (views):")
+    width = max(40, *(len(ref.qualified) + 1 for ref in PUBLISHED_TABLES))
     for ref in PUBLISHED_TABLES:
         files = [lake.day_file(exports, ref.schema, ref.name, start + timedelta(days=i))
                  for i in range((end - start).days + 1)]
         present = [literal_path(f) for f in files if f.is_file()]
         rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)", {"f": present}
                            ).fetchone()[0] if present else 0
-        print(f"  {ref.qualified:<40} {len(present):>3} day(s) {rows:>12,} rows")
+        print(f"  {ref.qualified:<{width}} {len(present):>3} day(s) {rows:>12,} rows")
     from tokenledger.catalog import TableRef
     from tokenledger.trend import TREND
     from tokenledger.whatif import TRACES
@@ -338,7 +339,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         if path.is_file():
             rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)",
                                {"f": literal_path(path)}).fetchone()[0]
-            print(f"  {whole.qualified:<40} {span} {rows:>12,} rows")
+            print(f"  {whole.qualified:<{width}} {span} {rows:>12,} rows")
     reports = sorted(layout.reports.glob("capacity-review-*.html"))
     if reports:
         print(f"\nCapacity review reports in {layout.shown(layout.reports)}: {reports[0].name} ... {reports[-1].name} "
