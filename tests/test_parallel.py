@@ -193,9 +193,10 @@ def test_two_overlapping_backfills_at_once_publish_every_day_whole(generated: Pa
 
     assert all(verify_day(HomeLayout.of(home), day) == [] for day in (date(2026, 11, d) for d in range(2, 6)))
     assert published(home) == published(alone)
-    # Nothing lost: every source of every day, and every day's cost, reconciles.
+    # Nothing lost: every source of every day (gateway, billing, deployments, the generated GPU telemetry), and every
+    # day's cost, reconciles.
     with duckdb.connect() as con:
-        for table, per_day in (("quality/ingest_reconciliation_daily", 3), ("finance/cost_reconciliation_daily", 1)):
+        for table, per_day in (("quality/ingest_reconciliation_daily", 4), ("finance/cost_reconciliation_daily", 1)):
             days, rows, balanced = con.execute(
                 "SELECT count(DISTINCT day), count(*), count(*) FILTER (WHERE balanced) FROM read_parquet("
                 f"'{home}/exports/{table}/**/*.parquet', hive_partitioning = true)").fetchone()

@@ -148,11 +148,12 @@ def test_the_bucket_publishes_what_a_local_home_publishes(bucket: Bucket, refere
     entry = manifest["files"][f"exports/infra/slo_daily/day={MIDDLE}/data.parquet"]
     assert re.fullmatch(r"\.published/objects/\d{8}T\d{6}Z-[0-9a-f]{12}/exports/infra/slo_daily/day=2026-11-03/"
                         r"data\.parquet", entry["key"])
-    # Nothing lost: every source of every day, and every day's cost, reconciles (3 sources a day, 1 currency).
+    # Nothing lost: every source of every day, and every day's cost, reconciles (4 sources a day: gateway, billing,
+    # deployments and the generated GPU telemetry; 1 currency).
     with pytest.MonkeyPatch.context() as env:
         for name, value in bucket.server.env().items():
             env.setenv(name, value)
-        for table, rows_a_day in (("quality/ingest_reconciliation_daily", 3), ("finance/cost_reconciliation_daily", 1)):
+        for table, rows_a_day in (("quality/ingest_reconciliation_daily", 4), ("finance/cost_reconciliation_daily", 1)):
             balanced = pd.read_parquet(f"{bucket.url}/exports/{table}")["balanced"]
             assert len(balanced) == 3 * rows_a_day and balanced.all(), table
     assert f"lake/core/gateway_requests/day={END}/data.parquet" in bucket.listing("lake/")
