@@ -91,6 +91,16 @@ def _line_by_line(con: duckdb.DuckDBPyConnection, path: Path, stage: Path) -> li
     return _staged(con, _stage_gateway_lines(con, {0: LandingFile(path, "jsonl")}, stage / "jsonl.parquet", WINDOW))
 
 
+def _stage_alone(con: duckdb.DuckDBPyConnection, path: Path, tmp_path: Path) -> tuple[str, list[tuple], list[Path]]:
+    """Stage `path` as the day's only log: how it was read, each line's (number, reason), and the staged files."""
+    reading: dict[Path, str] = {}
+    staged = stage_gateway_files(con, [LandingFile(path, "jsonl")], tmp_path / "stage", window=WINDOW,
+                                 reading=reading)
+    got = con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY source_line",
+                      {"f": [str(p) for p in staged]}).fetchall()
+    return reading[path], got, staged
+
+
 @pytest.fixture(autouse=True)
 def small_files_read_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
     """These files are small: below READ_JSON_MIN_BYTES a day's logs are read line by line, which is cheaper."""
@@ -107,12 +117,8 @@ def con() -> duckdb.DuckDBPyConnection:
 @pytest.mark.parametrize("name", ["rejected.jsonl", "rejected.jsonl.gz"])
 def test_every_rejected_value_has_its_reason_through_the_json_reader(name: str, tmp_path: Path, con) -> None:
     path = write_jsonl(tmp_path / name, [request("ok-first"), *(r for r, _ in REJECTED), request("ok-last")])
-    reading: dict[Path, str] = {}
-    staged = stage_gateway_files(con, [LandingFile(path, "jsonl")], tmp_path / "stage", window=WINDOW,
-                                 reading=reading)
-    assert reading == {path: READ_JSON}
-    got = con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY source_line",
-                      {"f": [str(p) for p in staged]}).fetchall()
+    how, got, staged = _stage_alone(con, path, tmp_path)
+    assert how == READ_JSON
     # 19 lines: the first and the last valid, lines 2-18 each quarantined for its one broken rule.
     assert len(REJECTED) == 17
     assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(REJECTED, start=2)), (19, None)]
@@ -123,12 +129,8 @@ def test_every_rejected_value_has_its_reason_through_the_json_reader(name: str, 
 @pytest.mark.parametrize("name", ["missing.jsonl", "missing.jsonl.gz"])
 def test_a_missing_required_field_names_a_misspelt_one_beside_it(name: str, tmp_path: Path, con) -> None:
     path = write_jsonl(tmp_path / name, [request("ok-first"), *(r for r, _ in MISSING), request("ok-last")])
-    reading: dict[Path, str] = {}
-    staged = stage_gateway_files(con, [LandingFile(path, "jsonl")], tmp_path / "stage", window=WINDOW,
-                                 reading=reading)
-    assert reading == {path: LINE_BY_LINE}
-    got = con.execute("SELECT source_line, reason FROM read_parquet($f) ORDER BY source_line",
-                      {"f": [str(p) for p in staged]}).fetchall()
+    how, got, _ = _stage_alone(con, path, tmp_path)
+    assert how == LINE_BY_LINE
     assert got == [(1, None), *((line, reason) for line, (_, reason) in enumerate(MISSING, start=2)),
                    (len(MISSING) + 2, None)]
 
