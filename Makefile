@@ -26,7 +26,7 @@ demo: $(BIN)/.installed-dev
 # The Dagster definitions must load (what `dagster definitions validate` checks), the code must lint clean,
 # then the tests.
 test: $(BIN)/.installed-dev
-	$(BIN)/dagster definitions validate -m pipelines.definitions
+	$(BIN)/dagster definitions validate -m tokenledger.pipelines.definitions
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -m "not distributed"
 
@@ -38,7 +38,7 @@ test-distributed: $(BIN)/.installed-dev
 # The demo's first review as the reader's first screen: headless Chromium at 1400 x 900 (apt-get install chromium);
 # prints whether the verdict table is above the fold.
 review-png: $(BIN)/.installed-dev
-	$(BIN)/python -m tokenledger.screenshot --home $(DEMO_HOME) --day $(DEMO_START) --width 1400 --height 900
+	$(BIN)/python -m tools.screenshot --home $(DEMO_HOME) --day $(DEMO_START) --width 1400 --height 900
 
 ui: $(BIN)/.installed-dev
 	$(BIN)/tokenledger ui --home $(DEMO_HOME)
@@ -48,14 +48,14 @@ ui: $(BIN)/.installed-dev
 # make bench BENCH_ARGS="--sizes 2000 --fixed-days 2 --backfill-days 2 --backfill-requests 2000 --fanout-days 2 --fanout-requests 2000"
 BENCH_ARGS ?=
 bench: $(BIN)/.installed-dev
-	$(BIN)/python -m tokenledger.bench --home $(CURDIR)/.bench $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.bench --home $(CURDIR)/.bench $(BENCH_ARGS)
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .
 
 # docs/tables.md and the field lists of docs/inputs.md, from the contracts and the registry (after changing either).
 docs: $(BIN)/.installed-dev
-	$(BIN)/python -m tokenledger.docs
+	$(BIN)/python -m tools.docs
 
 # Re-resolve the pinned set from a clean environment (run after changing dependencies in pyproject.toml).
 constraints:

@@ -6,11 +6,11 @@ each asset is built from its line in tokenledger/catalog.py (assets/tables.py), 
 """
 
 import dagster as dg
+from tokenledger.assets.daily import for_each_day
+from tokenledger.assets.tables import sql_table_assets, table_asset
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day
-from assets.tables import sql_table_assets, table_asset
-from pipelines.resources import LedgerResource
-from tokenledger.gpu import build_gpu_usage
+from tokenledger.ingest.gpu import build_gpu_usage
 
 accounting_assets = sql_table_assets("accounting")
 
@@ -22,7 +22,7 @@ def gpu_usage_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) 
     measured or nominal (power_basis). GPUs sampled but mapped to no deployment are a row of their own.
 
     Grain: day x hour x model x deployment_id (and the unmapped GPUs). Source: core.gpu_samples,
-    core.deployments_daily, infra.goodput_hourly. Definition: docs/metrics.md, 2; sql/gpu_usage_hourly.sql.
+    core.deployments_daily, infra.goodput_hourly. Definition: docs/metrics.md, 2; sql/accounting/gpu_usage_hourly.sql.
     """
     return for_each_day(context, ledger, lambda con, window, _: {
         "rows": build_gpu_usage(con, ledger.layout, window, "gpu_usage_hourly")})
@@ -34,7 +34,7 @@ def gpu_usage_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -
     power, and goodput per watt (compliant output tokens per joule) on the power basis named.
 
     Grain: day x model x deployment_id (and the unmapped GPUs). Source: infra.gpu_usage_hourly, core.gpu_samples.
-    Definition: docs/metrics.md, 2; sql/gpu_usage_daily.sql.
+    Definition: docs/metrics.md, 2; sql/accounting/gpu_usage_daily.sql.
     """
     return for_each_day(context, ledger, lambda con, window, _: {
         "rows": build_gpu_usage(con, ledger.layout, window, "gpu_usage_daily")})

@@ -3,9 +3,9 @@
 
 core.loadtest_steps and core.capacity_windows are internal and say where a capacity figure came from;
 infra.capacity_daily, infra.load_hourly and infra.capacity_plan_daily are published (docs/tables.md); the
-capacity review is written after the day is published. The logic is in tokenledger/capacity.py (the rules and
-the queueing math of tokenledger/queueing.py), tokenledger/report.py (the review) and the SQL file named after
-each table.
+capacity review is written after the day is published. The logic is in tokenledger/capacity/day.py (the rules and
+the queueing math of tokenledger/capacity/queueing.py), tokenledger/report/review.py (the review) and the SQL file named
+after each table.
 """
 
 from pathlib import Path
@@ -13,12 +13,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from tokenledger.assets.daily import for_each_day
+from tokenledger.assets.tables import table_asset
+from tokenledger.pipelines.partitions import daily_partitions, days_of, single_run
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day
-from assets.tables import table_asset
-from pipelines.partitions import daily_partitions, days_of, single_run
-from pipelines.resources import LedgerResource
-from tokenledger.capacity import (
+from tokenledger.capacity.day import (
     REVIEW,
     build_capacity_daily,
     build_capacity_plan,
@@ -30,7 +30,7 @@ from tokenledger.capacity import (
     staged_report_paths,
 )
 from tokenledger.catalog import PUBLISHED_TABLES
-from tokenledger.ingest import DayWindow
+from tokenledger.ingest.sources import DayWindow
 
 
 @table_asset("core.loadtest_steps")
@@ -39,8 +39,8 @@ def loadtest_steps(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
     with the run's lambda_slo_max, goodput per GPU at it and whether it is verified on every row.
 
     Grain: run_id x step_index, for the runs whose start falls on the UTC day. Source: raw/loadtest/<run_id>/ (every
-    run folder is read; tokenledger/loadtest.py). Definition: docs/metrics.md, 5; contract
-    data_contracts/core_loadtest_steps.odcs.yaml.
+    run folder is read; tokenledger/capacity/loadtest.py). Definition: docs/metrics.md, 5; contract
+    data_contracts/core/core_loadtest_steps.odcs.yaml.
     """
     measured: dict[str, Any] = {}
 
@@ -57,7 +57,7 @@ def capacity_windows(context: dg.AssetExecutionContext, ledger: LedgerResource) 
 
     Grain: day x model x deployment_id x window_index (every deployment in force). Source: core.gateway_requests
     judged against config/slo.yaml, core.deployments_daily. Definition: docs/metrics.md, 5; contract
-    data_contracts/core_capacity_windows.odcs.yaml.
+    data_contracts/core/core_capacity_windows.odcs.yaml.
     """
     return for_each_day(context, ledger,
                         lambda con, window, scratch: build_capacity_windows(con, ledger.layout, window, scratch),

@@ -20,18 +20,18 @@ import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+from tokenledger.pipelines.partitions import daily_partitions, days_of
+from tokenledger.pipelines.resources import LedgerResource
 
-from pipelines.partitions import daily_partitions, days_of
-from pipelines.resources import LedgerResource
-from tokenledger import lake
 from tokenledger.catalog import TableRef
 from tokenledger.contracts import load_contract
-from tokenledger.cost import unbalanced_rows
-from tokenledger.duck import literal_path, query_files, scratch_connection
+from tokenledger.cost.day import unbalanced_rows
 from tokenledger.expectations import CRITICAL, WARNING, Validation, validate_days
 from tokenledger.faults import failpoint
-from tokenledger.ingest import GATEWAY_FORMATS
-from tokenledger.landing import landing_files
+from tokenledger.ingest.landing import landing_files
+from tokenledger.ingest.sources import GATEWAY_FORMATS
+from tokenledger.storage import lake
+from tokenledger.storage.duck import literal_path, query_files, scratch_connection
 
 _RECONCILIATION = "quality.ingest_reconciliation_daily"
 

@@ -3,15 +3,15 @@
 core.cost_lines and core.cost_allocation_daily are internal; the finance tables are published (docs/tables.md)
 once the blocking check `cost_reconciliation_balanced` (assets/checks.py, run in the reconciliation's step) has
 passed for the day, and so is the showback as a FinOps FOCUS dataset, focus.cost_and_usage_daily. The logic is in
-tokenledger/cost.py and the SQL file named after each table.
+tokenledger/cost/day.py and the SQL file named after each table.
 """
 
 import dagster as dg
+from tokenledger.assets.daily import for_each_day
+from tokenledger.assets.tables import table_asset
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day
-from assets.tables import table_asset
-from pipelines.resources import LedgerResource
-from tokenledger.cost import (
+from tokenledger.cost.day import (
     build_api_request_costs,
     build_cost_allocation,
     build_cost_lines,
@@ -29,7 +29,7 @@ def api_request_costs(context: dg.AssetExecutionContext, ledger: LedgerResource)
     and context tier, or marked unpriced with the reason (cost NULL, never 0).
 
     Grain: day x request_id. Source: core.gateway_requests, core.deployments_daily, config/costs.yaml.
-    Definition: docs/metrics.md, 4; contract data_contracts/core_api_request_costs.odcs.yaml.
+    Definition: docs/metrics.md, 4; contract data_contracts/core/core_api_request_costs.odcs.yaml.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_api_request_costs(con, ledger.layout, window),
                         needs_config=True)
@@ -42,7 +42,7 @@ def cost_lines(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.
 
     Grain: day x cost line (a FOCUS row of core.billing_charges, or the rate-card row of an on-premises deployment
     version). Source: core.billing_charges, core.deployments_daily, config/costs.yaml. Definition:
-    docs/metrics.md, 4; contract data_contracts/core_cost_lines.odcs.yaml.
+    docs/metrics.md, 4; contract data_contracts/core/core_cost_lines.odcs.yaml.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_cost_lines(con, ledger.layout, window),
                         needs_config=True)
@@ -54,7 +54,7 @@ def cost_allocation_daily(context: dg.AssetExecutionContext, ledger: LedgerResou
     unallocated.
 
     Grain: day x currency x source x placement x deployment_id x category. Source: core.cost_lines. Definition:
-    docs/metrics.md, 4; contract data_contracts/core_cost_allocation_daily.odcs.yaml.
+    docs/metrics.md, 4; contract data_contracts/core/core_cost_allocation_daily.odcs.yaml.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_cost_allocation(con, ledger.layout, window),
                         needs_config=True)
@@ -89,7 +89,7 @@ def focus_cost_and_usage_daily(context: dg.AssetExecutionContext, ledger: Ledger
     Grain: day x tenant (BillingAccountId) x deployment (ResourceId) x model and token class (SkuId) x currency;
     Usage rows only, costs in EffectiveCost = BilledCost, tokens in ConsumedQuantity. A tenant's rows of a model add
     up exactly to its finance.tenant_showback_daily cost. Source: finance.tenant_showback_daily, core.usage_hourly.
-    Definition: data_contracts/focus_cost_and_usage_daily.odcs.yaml; docs/decisions.md, "FOCUS export".
+    Definition: data_contracts/focus/focus_cost_and_usage_daily.odcs.yaml; docs/decisions.md, "FOCUS export".
     """
     return for_each_day(context, ledger,
                         lambda con, window, _: build_focus_cost_and_usage(con, ledger.layout, window),

@@ -10,12 +10,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from tokenledger.pipelines.partitions import days_of
+from tokenledger.pipelines.resources import LedgerResource
 
-from pipelines.partitions import days_of
-from pipelines.resources import LedgerResource
 from tokenledger.config import load_config
 from tokenledger.errors import LedgerError, environment_problem
-from tokenledger.ingest import DayWindow
+from tokenledger.ingest.sources import DayWindow
 
 DayFn = Callable[[duckdb.DuckDBPyConnection, DayWindow, Path], dict[str, Any]]
 
@@ -109,8 +109,8 @@ def column_schema(ref) -> dg.TableSchema:
 def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
     """The catalog's view of a day table: its column schema from the contract and its file (for a one-day run
     the day's file; for a range, whose materialization Dagster records on each of its days, the table's folder)."""
-    from tokenledger import lake
     from tokenledger.catalog import TABLES
+    from tokenledger.storage import lake
 
     ref = next((r for r in TABLES if r.key_path == list(key.path)), None)
     if ref is None:

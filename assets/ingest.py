@@ -6,12 +6,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from tokenledger.assets.daily import for_each_day
+from tokenledger.assets.tables import table_asset
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day
-from assets.tables import table_asset
-from pipelines.resources import LedgerResource
-from tokenledger.gpu import ingest_gpu_day
-from tokenledger.ingest import (
+from tokenledger.ingest.gpu import ingest_gpu_day
+from tokenledger.ingest.sources import (
     LINE_BY_LINE,
     READ_JSON,
     DayWindow,
@@ -38,7 +38,7 @@ def deployments_daily(context: dg.AssetExecutionContext, ledger: LedgerResource)
     """Deployment versions in force each UTC day, with the hours each was in force and its GPU-hours.
 
     Grain: day x deployment version (a mid-day scale-up gives two rows). Source: config/deployments.yaml,
-    checked against data_contracts/deployments.odcs.yaml. Definition: docs/inputs.md, Deployments.
+    checked against data_contracts/config/deployments.odcs.yaml. Definition: docs/inputs.md, Deployments.
     """
     return for_each_day(
         context, ledger, lambda con, window, _: _counts(ingest_deployments_day(con, ledger.layout, window)),
@@ -89,7 +89,7 @@ def gpu_samples(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
     """Every GPU telemetry sample of the UTC day, one measure a row, with the deployment its GPU was mapped to.
 
     Grain: day x GPU x measure x sampled_at. Source: raw/gpu/dt=YYYY-MM-DD/ (Prometheus range-query results of the
-    DCGM exporter, *.json; nvidia-smi CSV logs, *.csv), typed by data_contracts/gpu_prometheus.odcs.yaml and
+    DCGM exporter, *.json; nvidia-smi CSV logs, *.csv), typed by data_contracts/inputs/gpu_prometheus.odcs.yaml and
     gpu_nvidia_smi.odcs.yaml; GPUs mapped by config/deployments.yaml. Definition: docs/inputs.md, GPU telemetry.
     """
     return for_each_day(context, ledger,

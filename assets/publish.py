@@ -4,26 +4,26 @@ Publication is the run's last step of the day: every published table, its checks
 what-if's traces table are upstream of it, so a step that fails anywhere leaves what readers see as it was. The
 run's days are staged (each table's day file, finance also as a formula-safe CSV, the core tables, the review and
 a manifest) with the traces table, then published together in one switch of `.published/current`
-(tokenledger/publishing.py), so a reader sees the old days or the new ones, never a mix or nothing
+(tokenledger/publish/versions.py), so a reader sees the old days or the new ones, never a mix or nothing
 (docs/tables.md). The warehouse views read through that switch and are rewritten only when the set of tables
-changes (tokenledger/warehouse.py). The trend (assets/trend.py) is rebuilt after it, from every published day.
+changes (tokenledger/publish/warehouse.py). The trend (assets/trend.py) is rebuilt after it, from every published day.
 """
 
 
 import dagster as dg
 import duckdb
+from tokenledger.assets.daily import for_each_day, user_errors
+from tokenledger.pipelines.partitions import daily_partitions, days_of, single_run
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day, user_errors
-from pipelines.partitions import daily_partitions, days_of, single_run
-from pipelines.resources import LedgerResource
-from tokenledger import lake
-from tokenledger.capacity import REVIEW, staged_report_paths
+from tokenledger.capacity.day import REVIEW, staged_report_paths
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.faults import failpoint
-from tokenledger.ingest import DayWindow
-from tokenledger.publishing import EXPORTS, Staging, publish_files, stage_day, verify_day
-from tokenledger.warehouse import refresh_views
-from tokenledger.whatif import TRACES, traces_file
+from tokenledger.ingest.sources import DayWindow
+from tokenledger.publish.versions import EXPORTS, Staging, publish_files, stage_day, verify_day
+from tokenledger.publish.warehouse import refresh_views
+from tokenledger.storage import lake
+from tokenledger.whatif.replay import TRACES, traces_file
 
 # Every published table of the registry, so a table marked published there is published here, and every other step
 # of the day: the review, and the traces table published beside the day tables.

@@ -2,13 +2,13 @@
 
 
 import dagster as dg
+from tokenledger.assets.daily import for_each_day
+from tokenledger.assets.tables import table_asset
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day
-from assets.tables import table_asset
-from pipelines.resources import LedgerResource
-from tokenledger import lake
-from tokenledger.duck import literal_path, statement
-from tokenledger.ingest import STAGES, DayWindow
+from tokenledger.ingest.sources import STAGES, DayWindow
+from tokenledger.storage import lake
+from tokenledger.storage.duck import literal_path, statement
 
 
 def _gather(ledger: LedgerResource, table: str, part: str):

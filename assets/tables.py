@@ -13,12 +13,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from tokenledger.assets.checks import table_check_results, table_check_specs
+from tokenledger.assets.daily import column_schema, for_each_day
+from tokenledger.pipelines.partitions import daily_partitions, single_run
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.checks import table_check_results, table_check_specs
-from assets.daily import column_schema, for_each_day
-from pipelines.partitions import daily_partitions, single_run
-from pipelines.resources import LedgerResource
-from tokenledger.accounting import (
+from tokenledger.accounting.day import (
     attach_inputs,
     attach_usage,
     judge_requests,
@@ -28,7 +28,7 @@ from tokenledger.accounting import (
 )
 from tokenledger.catalog import TABLES, TableRef, table
 from tokenledger.contracts import load_contract
-from tokenledger.ingest import DayWindow
+from tokenledger.ingest.sources import DayWindow
 
 
 def _table_asset(ref: TableRef, compute: Callable[..., dg.MaterializeResult], description: str | None = None

@@ -1,14 +1,14 @@
 """Trends over every published day: rebuilt whole at the end of every run, daily or backfill."""
 
 import dagster as dg
+from tokenledger.assets.daily import user_errors
+from tokenledger.assets.publish import published_exports
+from tokenledger.pipelines.partitions import single_run
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import user_errors
-from assets.publish import published_exports
-from pipelines.partitions import single_run
-from pipelines.resources import LedgerResource
+from tokenledger.capacity.trend import TREND, rebuild_trend
 from tokenledger.expectations import CRITICAL
-from tokenledger.trend import TREND, rebuild_trend
-from tokenledger.warehouse import refresh_views
+from tokenledger.publish.warehouse import refresh_views
 
 _CONTRACT = dg.AssetCheckSpec("contract", asset=dg.AssetKey([TREND.schema, TREND.name]), blocking=True,
                               description=f"Every critical rule of data_contracts/{TREND.contract_id}.odcs.yaml.")

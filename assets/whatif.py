@@ -1,6 +1,6 @@
 """The prefix-cache what-if (issue 16): the day's requests, and any landed trace, replayed through the caches
-config/whatif.yaml describes. The logic is in tokenledger/whatif.py and tokenledger/lru.py and the SQL file named
-after each table; decisions in docs/decisions.md, "Prefix-cache what-if".
+config/whatif.yaml describes. The logic is in tokenledger/whatif/replay.py and tokenledger/whatif/lru.py and the SQL
+file named after each table; decisions in docs/decisions.md, "Prefix-cache what-if".
 """
 
 from pathlib import Path
@@ -8,16 +8,16 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from tokenledger.assets.daily import for_each_day, user_errors
+from tokenledger.assets.tables import table_asset
+from tokenledger.pipelines.partitions import single_run
+from tokenledger.pipelines.resources import LedgerResource
 
-from assets.daily import for_each_day, user_errors
-from assets.tables import table_asset
-from pipelines.partitions import single_run
-from pipelines.resources import LedgerResource
 from tokenledger.config import load_config
 from tokenledger.contracts import load_contract
 from tokenledger.expectations import CRITICAL, validate_files
-from tokenledger.ingest import DayWindow
-from tokenledger.whatif import TRACES, build_cache_whatif_daily, build_cache_whatif_traces, traces_file
+from tokenledger.ingest.sources import DayWindow
+from tokenledger.whatif.replay import TRACES, build_cache_whatif_daily, build_cache_whatif_traces, traces_file
 
 _TRACES_CONTRACT = dg.AssetCheckSpec(
     "contract", asset=dg.AssetKey(list(TRACES)), blocking=True,
@@ -34,7 +34,7 @@ def cache_whatif_daily(context: dg.AssetExecutionContext, ledger: LedgerResource
     Grain: day x model x deployment_id x scenario (GPU deployments declaring kv_block_tokens or serving requests
     with prefix_block_hashes). Source: core.gateway_requests, core.deployments_daily, finance.cost_per_mtok_daily,
     config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
-    data_contracts/infra_cache_whatif_daily.odcs.yaml.
+    data_contracts/infra/infra_cache_whatif_daily.odcs.yaml.
     """
     def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
         return build_cache_whatif_daily(con, ledger.layout, window, scratch)
@@ -50,7 +50,7 @@ def cache_whatif_traces(context: dg.AssetExecutionContext, ledger: LedgerResourc
 
     Grain: trace x scenario, all traces in one file (a trace has no day), rebuilt in every run. Source:
     raw/traces/, config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
-    data_contracts/infra_cache_whatif_traces.odcs.yaml.
+    data_contracts/infra/infra_cache_whatif_traces.odcs.yaml.
     """
     table = load_contract(f"{TRACES[0]}_{TRACES[1]}").table()
     with user_errors(f"replaying the traces of {ledger.layout.raw / 'traces'}"), \

@@ -1,4 +1,4 @@
-"""The Celery app tokenledger's workers run: `celery -A pipelines.celery_app worker` (docs/deploying.md).
+"""The Celery app tokenledger's workers run: `celery -A tokenledger.pipelines.celery_app worker` (docs/deploying.md).
 
 dagster-celery's step task on the broker and result backend the runs use, read from the same variables
 (TOKENLEDGER_CELERY_BROKER, TOKENLEDGER_CELERY_BACKEND) with the executor's own settings and tokenledger's
@@ -14,8 +14,8 @@ import os
 from dagster_celery.executor import CeleryExecutor
 from dagster_celery.make_app import make_app
 from dagster_celery.tasks import create_task
+from tokenledger.pipelines.executors import BACKEND_ENV, BROKER_ENV, celery_settings
 
-from pipelines.executors import BACKEND_ENV, BROKER_ENV, celery_settings
 from tokenledger.errors import ConfigError
 
 if not os.environ.get(BROKER_ENV, "").strip():

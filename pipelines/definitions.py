@@ -17,14 +17,13 @@ execute in its own process unless TOKENLEDGER_EXECUTOR chooses a process per ste
 from __future__ import annotations
 
 import dagster as dg
-
-from assets import accounting, capacity, cost, ingest, publish, quality, trend, whatif
-from pipelines.executors import executor_from_env
-from pipelines.jobs import daily_pipeline
-from pipelines.progress import step_progress
-from pipelines.resources import ledger_resource
-from pipelines.schedules import daily_schedule
-from pipelines.sensors import late_data_sensor
+from tokenledger.assets import accounting, capacity, cost, ingest, publish, quality, trend, whatif
+from tokenledger.pipelines.executors import executor_from_env
+from tokenledger.pipelines.jobs import daily_pipeline
+from tokenledger.pipelines.progress import step_progress
+from tokenledger.pipelines.resources import ledger_resource
+from tokenledger.pipelines.schedules import daily_schedule
+from tokenledger.pipelines.sensors import late_data_sensor
 
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules([ingest, quality, accounting, cost, capacity, whatif, publish, trend]),

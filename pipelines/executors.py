@@ -4,7 +4,7 @@
                   steps already use every core through DuckDB, and GX is imported once per run
     multiprocess  a process per step on the run's machine (Dagster's multiprocess_executor), independent steps at once
     celery        each step a task on a Celery broker, executed by whichever worker takes it (`celery -A
-                  pipelines.celery_app worker`; dagster_celery.celery_executor): the broker is
+                  tokenledger.pipelines.celery_app worker`; dagster_celery.celery_executor): the broker is
                   TOKENLEDGER_CELERY_BROKER, the result backend TOKENLEDGER_CELERY_BACKEND (default: the broker's
                   rpc:// replies). Needs the `celery` extra, an instance every worker can reach (the Postgres instance)
                   and a home every worker sees at the same path. A step whose worker dies is executed again by
@@ -30,8 +30,8 @@ from collections.abc import Iterator, Mapping
 
 import dagster as dg
 from dagster._core.system_config.objects import ResolvedRunConfig
+from tokenledger.pipelines.resources import LedgerResource
 
-from pipelines.resources import LedgerResource
 from tokenledger.errors import ConfigError, EnvironmentProblem
 
 EXECUTOR_ENV = "TOKENLEDGER_EXECUTOR"
@@ -94,7 +94,7 @@ def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
     every 100 s). A pool whose child process dies (prefork) hands its task back at once
     (`task_reject_on_worker_lost`) instead of failing the step with WorkerLostError. Executing a step again is what
     re-running its day does after a killed run (tests/test_faults_operations.py), and publishing a day is one atomic
-    switch that leaves what readers see as it was until it is made (tokenledger/publishing.py)."""
+    switch that leaves what readers see as it was until it is made (tokenledger/publish/versions.py)."""
     from dagster_celery.defaults import broker_transport_options
 
     raw = env.get(VISIBILITY_ENV, "").strip()

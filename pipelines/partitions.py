@@ -35,7 +35,7 @@ def first_landing_day(raw: Path) -> date | None:
 
 def first_remote_landing_day(url: str) -> date | None:
     """first_landing_day of a home on object storage, from the names its bucket lists under raw/."""
-    from tokenledger.remote import WHOLE_RAW, RemoteHome
+    from tokenledger.storage.remote import WHOLE_RAW, RemoteHome
 
     remote = RemoteHome.parse(url)
     days = []
@@ -52,7 +52,7 @@ def first_remote_landing_day(url: str) -> date | None:
 def _start_date() -> str:
     """TOKENLEDGER_START_DATE, else the home's first landed day, so the UI's partitions start where the data does
     (and its fill shows real gaps), else 2024-01-01."""
-    from tokenledger.remote import is_remote
+    from tokenledger.storage.remote import is_remote
 
     if os.getenv("TOKENLEDGER_START_DATE"):
         return os.environ["TOKENLEDGER_START_DATE"]

@@ -18,12 +18,12 @@ import dagster as dg
 import duckdb
 from pydantic import PrivateAttr
 
-from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
-from tokenledger.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
-from tokenledger.paths import HomeLayout
-from tokenledger.remote import pull_for_run, push_for_run
-from tokenledger.warehouse import WarehouseResource, warehouse_resource
+from tokenledger.publish.warehouse import WarehouseResource, warehouse_resource
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
+from tokenledger.storage.layout import HomeLayout
+from tokenledger.storage.remote import pull_for_run, push_for_run
 
 OPTIONAL_DIRS = {
     "raw_dir": "TOKENLEDGER_RAW_DIR",
@@ -90,7 +90,8 @@ class LedgerResource(dg.ConfigurableResource):
             if not held_for_steps:
                 held.enter_context(self.holding_run(run, context.instance, context.log))
             if layout.remote is not None:
-                # After the day locks: what this step reads of the days, from the bucket (tokenledger/remote.py).
+                # After the day locks: what this step reads of the days, from the bucket
+                # (tokenledger/storage/remote.py).
                 days = run_days(run.tags)
                 pull_for_run(layout, days)
                 held.callback(push_for_run, layout, days)
@@ -159,7 +160,7 @@ class LedgerResource(dg.ConfigurableResource):
 
     @contextmanager
     def compute(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, Path]]:
-        """A DuckDB connection of the step's own (to the process's in-memory database: tokenledger.duck), and a
+        """A DuckDB connection of the step's own (to the process's in-memory database: tokenledger.storage.duck), and a
         scratch folder of its own, marked in use while the step runs (so a later run can tell it from the folder of
         a killed step) and removed afterwards."""
         with step_scratch(self.layout.scratch / f"step-{uuid.uuid4().hex[:12]}") as scratch, \
@@ -167,7 +168,7 @@ class LedgerResource(dg.ConfigurableResource):
             yield con, scratch
 
     def warehouse(self) -> WarehouseResource:
-        """The warehouse file, which holds only views over the published tables (see tokenledger.warehouse)."""
+        """The warehouse file, which holds only views over the published tables (see tokenledger.publish.warehouse)."""
         return warehouse_resource(self.layout)
 
 

@@ -1,8 +1,7 @@
 """The daily schedule: yesterday's UTC partition, once its logs are complete."""
 
 import dagster as dg
-
-from pipelines.jobs import daily_pipeline
+from tokenledger.pipelines.jobs import daily_pipeline
 
 # Gateway logs for a UTC day are expected complete by 04:00 UTC the next day (the freshness checks warn after
 # that); the run starts at 06:00 UTC, leaving two hours for late shippers.

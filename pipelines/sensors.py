@@ -12,14 +12,14 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 import duckdb
+from tokenledger.pipelines.jobs import daily_pipeline
+from tokenledger.pipelines.resources import LedgerResource
 
-from pipelines.jobs import daily_pipeline
-from pipelines.resources import LedgerResource
-from tokenledger.duck import literal_path
 from tokenledger.errors import LedgerError
-from tokenledger.ingest import BILLING_FORMATS, GATEWAY_FORMATS
-from tokenledger.landing import landing_files, newest_mtime
-from tokenledger.remote import pull
+from tokenledger.ingest.landing import landing_files, newest_mtime
+from tokenledger.ingest.sources import BILLING_FORMATS, GATEWAY_FORMATS
+from tokenledger.storage.duck import literal_path
+from tokenledger.storage.remote import pull
 
 GATEWAY = dg.AssetKey(["core", "gateway_requests"])
 BILLING = dg.AssetKey(["core", "billing_charges"])

@@ -16,7 +16,8 @@ import pytest
 # use many homes in one process, so they pin the default first day.
 os.environ.setdefault("TOKENLEDGER_START_DATE", "2024-01-01")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout
+SHARED = PROJECT_ROOT.parent / "shared"
 FOCUS_SAMPLE = SHARED / "data" / "public" / "focus_1_0_sample" / "focus_sample.csv"
 
 DEPLOYMENTS_YAML = """\
@@ -222,8 +223,7 @@ def materialize(start: str, end: str | None = None, selection: list[str] | None 
     read): a test of a formula runs the steps its table needs through Dagster, not the whole job (publication,
     reports and the other tables)."""
     import dagster as dg
-
-    from pipelines.definitions import defs
+    from tokenledger.pipelines.definitions import defs
 
     warnings.filterwarnings("ignore")
     tags = {}

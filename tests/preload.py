@@ -7,8 +7,8 @@ import warnings
 warnings.filterwarnings("ignore")
 
 import dagster._cli  # noqa: E402,F401 - what the `dagster` executable runs
+import tokenledger.pipelines.definitions  # noqa: E402,F401
 
-import pipelines.definitions  # noqa: E402,F401
 import tokenledger.cli  # noqa: E402,F401
 from tokenledger.expectations import _defer_scipy_stats  # noqa: E402
 

@@ -12,7 +12,7 @@ moto checks a condition and stores the object in two steps, and its server answe
 conditional puts racing for one key could both pass (seen: 2 of 8 racers under load). S3 itself lets exactly one
 win, so the server here is moto's application answering one request at a time (`serve`, `python -m tests.s3server`).
 
-`S3Server.start()` is the same server outside pytest (tokenledger/bench_objectstore.py). Where the server cannot
+`S3Server.start()` is the same server outside pytest (benchmarks/objectstore.py). Where the server cannot
 start (moto not installed, no free port, the process exits), the fixture skips with the reason, except under
 CI=true, where it fails: CI must run the object-storage tests.
 """

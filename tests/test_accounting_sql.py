@@ -1,7 +1,7 @@
 """Accounting formulas on small hand-made tables, run straight through their SQL files (no Dagster): attainment per
-ISL bucket per hour (sql/slo_hourly.sql; seed 003: never only the whole-model mean), the capacity-top signal
-(sql/goodput_hourly.sql: raw throughput up, SLO goodput down) and the workload's ISL/OSL distribution
-(sql/token_split_daily.sql)."""
+ISL bucket per hour (sql/accounting/slo_hourly.sql; seed 003: never only the whole-model mean), the capacity-top signal
+(sql/accounting/goodput_hourly.sql: raw throughput up, SLO goodput down) and the workload's ISL/OSL distribution
+(sql/accounting/token_split_daily.sql)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tokenledger.duck import statement, used_params
+from tokenledger.storage.duck import statement, used_params
 
 DAY = datetime(2026, 11, 17, tzinfo=UTC)
 PARAMS = {"day": "2026-11-17", "day_start": DAY.isoformat(), "day_end": (DAY + timedelta(days=1)).isoformat(),

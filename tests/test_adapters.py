@@ -1,4 +1,4 @@
-"""Request sources read through an adapter (tokenledger/adapters/): LiteLLM spend logs, OpenAI responses and
+"""Request sources read through an adapter (tokenledger/ingest/adapters/): LiteLLM spend logs, OpenAI responses and
 Anthropic messages / Claude Code session logs, each landed as a hand-written file in its raw/<source>/ folder
 (written from the documented shapes cited in each adapter's docstring) and run through Dagster.
 
@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from tests.conftest import COSTS_YAML, DEPLOYMENTS_YAML, SLO_YAML, materialize, rows, write_jsonl
-from tokenledger.adapters import NOT_A_REQUEST, adapters
 from tokenledger.contracts import load_contract
-from tokenledger.paths import CONTRACTS_DIR, SQL_DIR
+from tokenledger.ingest.adapters import NOT_A_REQUEST, adapters
+from tokenledger.packaged import contract_file, sql_file
 
 DAY, DAY2 = "2026-11-16", "2026-11-17"
 T10 = 1794823200  # 2026-11-16T10:00:00Z in Unix seconds
@@ -434,28 +434,28 @@ def test_prompt_and_reply_text_are_never_stored(landed: tuple[Path, Any]) -> Non
 def test_every_adapter_maps_every_canonical_field_and_is_a_known_source() -> None:
     canonical = load_contract("gateway_request").table().column_names
     for contract in ("quality_quarantine", "quality_ingest_reconciliation_daily"):
-        doc = yaml.safe_load((CONTRACTS_DIR / f"{contract}.odcs.yaml").read_text())
+        doc = yaml.safe_load(contract_file(contract).read_text())
         source = next(p for p in doc["schema"][0]["properties"] if p["name"] == "source")
         assert set(adapters()) <= set(source["quality"][0]["arguments"]["validValues"]), contract
     for adapter in [a for top in adapters().values() for a in (top, *top.variants)]:
         name = adapter.mapping
-        mapping = (SQL_DIR / f"{adapter.mapping}.sql").read_text()
+        mapping = sql_file(adapter.mapping).read_text()
         assert [c for c in canonical if f"{c}__text" not in mapping or f"{c}__kind" not in mapping] == [], name
         assert "not_request" in mapping and "source_note" in mapping, name
         assert all(c.paths for c in load_contract(adapter.contract).table().columns), name
         assert set(adapter.labels) <= set(canonical), name
         assert adapter.kinds, name
     for name in ("adapt_anthropic", "adapt_codex"):
-        assert f"'{NOT_A_REQUEST}: " in (SQL_DIR / f"{name}.sql").read_text(), name
+        assert f"'{NOT_A_REQUEST}: " in sql_file(name).read_text(), name
 
 
 def test_a_line_of_an_adapter_file_that_does_not_parse_is_quarantined_with_its_number(tmp_path: Path) -> None:
     # A line that starts like an object is parsed once, by the adapter's reader; one that cannot be an object is
-    # judged by sql/gateway_lines.sql. Either way the line is a row with its number and reason, never lost.
+    # judged by sql/ingest/gateway_lines.sql. Either way the line is a row with its number and reason, never lost.
     import duckdb
 
-    from tokenledger.ingest import request_sources, stage_gateway_files
-    from tokenledger.landing import landing_files
+    from tokenledger.ingest.landing import landing_files
+    from tokenledger.ingest.sources import request_sources, stage_gateway_files
 
     title, formats, adapter = request_sources()["litellm"]
     folder = tmp_path / "raw"

@@ -218,7 +218,7 @@ def _config_error(home: Path) -> str:
 
     from tokenledger.config import load_config
     from tokenledger.errors import ConfigError
-    from tokenledger.paths import HomeLayout
+    from tokenledger.storage.layout import HomeLayout
 
     with pytest.raises(ConfigError) as caught:
         load_config(duckdb.connect(), HomeLayout.of(home))

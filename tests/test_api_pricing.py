@@ -1,4 +1,4 @@
-"""Hosted-API requests priced as providers bill them (sql/api_request_costs.sql): the service tier that served a
+"""Hosted-API requests priced as providers bill them (sql/cost/api_request_costs.sql): the service tier that served a
 request, its region, its input size against the sheet's long-context threshold (under either threshold rule),
 reasoning tokens, and a request nothing prices (unpriced, counted, NULL cost: never $0).
 
@@ -107,12 +107,12 @@ def _req(rid: str, deployment: str, input_tokens: int, output: int, cached: int 
 
 
 def _price(home: Path, requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Run sql/api_request_costs.sql over `requests` as the day's core.gateway_requests; its rows by request id."""
+    """Run sql/cost/api_request_costs.sql over `requests` as the day's core.gateway_requests; its rows by request id."""
     from tokenledger.config import load_config
-    from tokenledger.cost import cost_policy_in_force
-    from tokenledger.duck import statement, used_params
-    from tokenledger.ingest import DayWindow
-    from tokenledger.paths import HomeLayout
+    from tokenledger.cost.day import cost_policy_in_force
+    from tokenledger.ingest.sources import DayWindow
+    from tokenledger.storage.duck import statement, used_params
+    from tokenledger.storage.layout import HomeLayout
 
     layout, window = HomeLayout.of(home), DayWindow(date.fromisoformat(DAY))
     con = duckdb.connect()
@@ -228,7 +228,7 @@ def test_litellm_tier_keys_are_read_as_they_are(tmp_path: Path) -> None:
     import duckdb as db
 
     from tokenledger.config import load_config
-    from tokenledger.paths import HomeLayout
+    from tokenledger.storage.layout import HomeLayout
 
     home = _home(tmp_path / "home")
     con = db.connect()

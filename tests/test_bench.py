@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from tokenledger.bench import (
+from benchmarks.bench import (
     bad_rows_for,
     calibration_loop,
     phase_bare,
@@ -59,7 +59,7 @@ def test_the_backfill_is_judged_only_at_the_issue_s_size_and_both_ways():
 
 
 def test_a_100m_day_is_generated_in_parts_and_judged_against_the_10m_days_memory():
-    from tokenledger.bench import parts_for
+    from benchmarks.bench import parts_for
 
     assert [parts_for(n, 10_000_000) for n in (1_000_000, 10_000_000, 10_000_001, 100_000_000)] == [1, 1, 2, 10]
     assert parts_for(100_000_000, 2_500_000) == 40
@@ -122,7 +122,7 @@ def test_the_small_days_are_judged_on_their_average_with_the_marginal_day_beside
 
 
 def test_the_fan_out_s_arithmetic_from_process_samples_and_run_timestamps():
-    from tokenledger.bench import fanout_ratios, run_timeline, window
+    from benchmarks.bench import fanout_ratios, run_timeline, window
 
     # (time, the tree's CPU s, its RSS MB, the host's busy CPU s, the host's total CPU s), 2 CPUs
     samples = [(100.0, 0.0, 500.0, 0.0, 0.0), (101.0, 1.5, 600.0, 1.6, 2.0), (102.0, 3.5, 700.0, 3.6, 4.0),
@@ -156,7 +156,7 @@ def test_the_fan_out_s_arithmetic_from_process_samples_and_run_timestamps():
 
 
 def test_shards_is_judged_where_the_bench_sampled_and_the_what_if_against_the_bare_read():
-    from tokenledger.bench import whatif_markdown
+    from benchmarks.bench import whatif_markdown
 
     def way(name, budget, seconds, lru, error, sampled=()):
         return {"way": name, "budget_accesses": budget, "seconds": seconds, "cpu_s": seconds, "lru_seconds": lru,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tokenledger.bench import (
+from benchmarks.bench import (
     RESULTS_BEGIN,
     RESULTS_END,
     fanout_ratios,
@@ -48,7 +48,7 @@ def _bench() -> dict:
 
 
 EXPECTED = """\
-The bench started 2026-12-03 12:29 UTC at 46269d8 (`python -m tokenledger.bench --home .bench --sizes 1000000`), \
+The bench started 2026-12-03 12:29 UTC at 46269d8 (`python -m benchmarks.bench --home .bench --sizes 1000000`), \
 1,320.5 s in all; 2 CPUs, Python 3.11.7.
 
 | day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS | DuckDB bare typed read \

@@ -24,7 +24,7 @@ from tests.conftest import (
     rows,
     write_jsonl,
 )
-from tokenledger import capacity
+from tokenledger.capacity import day as capacity
 
 DAY = "2026-11-17"
 T0 = datetime(2026, 11, 17, tzinfo=UTC)
@@ -278,7 +278,7 @@ def test_two_hour_windows_every_two_hours(home: Path) -> None:
 
 
 def test_windows_taken_in_batches_are_the_windows_taken_at_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The windows' P99s are taken a batch of windows at a time (tokenledger/capacity.py); batches of one window
+    """The windows' P99s are taken a batch of windows at a time (tokenledger/capacity/day.py); batches of one window
     give the same table as the whole day in one batch."""
     _demonstrated_day(home)
     run_day(upto=["core/capacity_windows"])

@@ -1,5 +1,5 @@
-"""Which load test speaks for a deployment (sql/capacity_loadtest_choice.sql) on small hand-made tables: only a run
-of the same configuration identity (model and version, engine and version, GPU type, parallelism, quantization,
+"""Which load test speaks for a deployment (sql/capacity/capacity_loadtest_choice.sql) on small hand-made tables: only a
+run of the same configuration identity (model and version, engine and version, GPU type, parallelism, quantization,
 cache policy) carries over, and a newer run of another identity is named with what differs."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from tokenledger.capacity import choose_capacity
-from tokenledger.duck import statement, used_params
+from tokenledger.capacity.day import choose_capacity
+from tokenledger.storage.duck import statement, used_params
 
 T = datetime(2026, 11, 10, 2, tzinfo=UTC)
 

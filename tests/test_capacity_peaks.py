@@ -1,6 +1,6 @@
 """Peaks beyond the minute and seed 000's observability in infra.load_hourly, on a small hand-made day run straight
-through sql/load_hourly_demand.sql and sql/load_hourly.sql (no Dagster): the busiest second, bursts of known
-length above the planning rate, the busiest minute's token rates, failures by kind and the mean queue length."""
+through sql/capacity/load_hourly_demand.sql and sql/capacity/load_hourly.sql (no Dagster): the busiest second, bursts of
+known length above the planning rate, the busiest minute's token rates, failures by kind and the mean queue length."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tokenledger.duck import statement, used_params
+from tokenledger.storage.duck import statement, used_params
 
 DAY = datetime(2026, 11, 17, tzinfo=UTC)
 

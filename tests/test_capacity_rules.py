@@ -1,4 +1,4 @@
-"""The rules of tokenledger/capacity.py as pure functions: which capacity figure speaks for a deployment and the
+"""The rules of tokenledger/capacity/day.py as pure functions: which capacity figure speaks for a deployment and the
 note that says why, the backlog carried over the day's hours, and a plan's edge cases."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from tokenledger.capacity import backlog_rows, choose_capacity, no_window_reason, plan_figures, window_batches
-from tokenledger.queueing import capacity_shortfall
+from tokenledger.capacity.day import backlog_rows, choose_capacity, no_window_reason, plan_figures, window_batches
+from tokenledger.capacity.queueing import capacity_shortfall
 
 T = datetime(2026, 11, 17, 10, 5, tzinfo=UTC)
 
 
 def window_row(**changes: Any) -> dict[str, Any]:
-    """A deployment's row of sql/capacity_demonstrated.sql: by default one window of 283 held."""
+    """A deployment's row of sql/capacity/capacity_demonstrated.sql: by default one window of 283 held."""
     row = {"deployment_id": "d", "stable_window_min": 30, "min_requests_per_bucket": 50, "windows": 283,
            "windows_judged": 40, "windows_met": 1, "windows_met_other_configuration": 0, "windows_qualified": 1,
            "max_window_effective_requests": 900, "best_window_start": T,
@@ -25,7 +25,7 @@ def window_row(**changes: Any) -> dict[str, Any]:
 
 
 def run_row(**changes: Any) -> dict[str, Any]:
-    """A deployment's row of sql/capacity_loadtest_choice.sql: by default no run."""
+    """A deployment's row of sql/capacity/capacity_loadtest_choice.sql: by default no run."""
     row = {"deployment_id": "d", "loadtest_run_id": None, "lambda_slo_max": None, "goodput_per_gpu_at_max": None,
            "loadtest_verified": False, "first_failing_step_rate": None, "loadtest_stable_window_min": 30,
            "lambda_step_minutes": None, "lambda_step_windows_met": None, "lambda_step_windows": None,

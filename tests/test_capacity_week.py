@@ -10,13 +10,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tokenledger import lake
-from tokenledger.capacity import report_paths
+from tokenledger.capacity.day import report_paths
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.cli import main
 from tokenledger.contracts import load_contract, sql_literal
 from tokenledger.generate import generate_landing_zone, generate_loadtest_run
-from tokenledger.paths import HomeLayout
+from tokenledger.storage import lake
+from tokenledger.storage.layout import HomeLayout
 
 START = date(2026, 11, 16)  # Monday; the 70B deployment scales from 1 to 2 replicas Thursday noon
 DAYS = [START + timedelta(days=i) for i in range(7)]

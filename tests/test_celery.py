@@ -1,7 +1,8 @@
 """Steps on Celery workers (TOKENLEDGER_EXECUTOR=celery, pipelines/executors.py), end to end on real processes.
 
 A real Redis (tests/redisserver.py, with a password) is the broker; two Celery workers of their own process
-(`celery -A pipelines.celery_app worker`, one task at a time, so a step's pid is its worker's) serve a generated home
+(`celery -A tokenledger.pipelines.celery_app worker`, one task at a time, so a step's pid is its worker's) serve a
+generated home
 of six days. `tokenledger run --parallel 2` submits two ranged runs of three days to the home's instance; its daemon
 launches their orchestrating processes, which hand each step to the broker. The published tables must equal, row
 for row, those of the same days run in one process on a copy of the home, and the instance's event log must show
@@ -35,16 +36,17 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from tokenledger.pipelines.executors import BROKER_ENV, EXECUTOR_ENV, VISIBILITY_ENV
+from tokenledger.pipelines.resources import HELD_TAG, HOME_TAG
 
-from pipelines.executors import BROKER_ENV, EXECUTOR_ENV, VISIBILITY_ENV
-from pipelines.resources import HELD_TAG, HOME_TAG
+from tests.conftest import PROJECT_ROOT
 from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
+from tokenledger.capacity.trend import TREND
 from tokenledger.catalog import PUBLISHED_TABLES, TableRef
 from tokenledger.faults import VARIABLE as FAILPOINT
-from tokenledger.housekeeping import day_locks
-from tokenledger.paths import PROJECT_ROOT, HomeLayout
-from tokenledger.trend import TREND
-from tokenledger.whatif import TRACES
+from tokenledger.storage.housekeeping import day_locks
+from tokenledger.storage.layout import HomeLayout
+from tokenledger.whatif.replay import TRACES
 
 pytestmark = pytest.mark.distributed
 
@@ -95,7 +97,7 @@ def celery_workers(env: dict[str, str], logs: Path, names: tuple[str, ...] = WOR
         for name in names:
             with (logs / f"{name}.log").open("wb") as sink:
                 started[name] = subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "pipelines.celery_app", "worker", "--hostname",
+                    [sys.executable, "-m", "celery", "-A", "tokenledger.pipelines.celery_app", "worker", "--hostname",
                      f"{name}@%h", "--pool", "solo", "--concurrency", "1", "--without-mingle", "--without-gossip",
                      "--loglevel", "INFO"],
                     cwd=PROJECT_ROOT, env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=sink,
@@ -346,8 +348,9 @@ def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generat
     assert executed(home, monkeypatch) == []
     # A run launched otherwise (the schedule, the sensor, the UI: here the Dagster CLI) checks it too, before any
     # step, and fails with the same line.
-    launched = subprocess.run([sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-j",
-                               "daily_pipeline", "--tags", json.dumps({"dagster/partition": START})],
+    launched = subprocess.run([sys.executable, "-m", "dagster", "job", "execute",
+                               "-m", "tokenledger.pipelines.definitions", "-j", "daily_pipeline",
+                               "--tags", json.dumps({"dagster/partition": START})],
                               capture_output=True, text=True, timeout=300,
                               env={**os.environ, **celery_env(home, gone.url())})
     said = launched.stdout + launched.stderr
@@ -365,7 +368,7 @@ def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generat
 def test_a_step_refuses_a_run_of_another_home(home: Path) -> None:
     """A worker computes in the home its own TOKENLEDGER_HOME names: a step of a run of another home (the tags its
     orchestrating process gave the run) fails at once instead of computing there."""
-    from pipelines.definitions import defs
+    from tokenledger.pipelines.definitions import defs
 
     run_id = str(uuid.uuid4())
     result = defs.resolve_job_def("daily_pipeline").execute_in_process(

@@ -16,10 +16,10 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from tokenledger.pipelines.definitions import defs
 
-from pipelines.definitions import defs
 from tests.conftest import failure_text, gateway_dir, make_home, materialize, request, write_jsonl
-from tokenledger.paths import CONTRACTS_DIR
+from tokenledger.packaged import contract_file, contract_ids
 
 DAY = "2026-11-16"
 
@@ -188,7 +188,7 @@ class _SchemaCheckedOnce:
 
 
 def test_every_contract_passes_datacontract_lint(monkeypatch: pytest.MonkeyPatch) -> None:
-    contracts = sorted(CONTRACTS_DIR.glob("*.odcs.yaml"))
+    contracts = [contract_file(c) for c in contract_ids()]
     assert len(contracts) >= 9
     # What `datacontract lint FILE` runs, in this process: the CLI's start-up (1.5 s) is paid once, not per file,
     # and so is the check of the ODCS schema against its meta-schema; every file is still validated against it.
@@ -211,7 +211,7 @@ def test_every_kept_table_has_a_contract_and_checks() -> None:
     graph = defs.resolve_asset_graph()
     check_keys = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     for ref in CORE_TABLES + PUBLISHED_TABLES:
-        assert (CONTRACTS_DIR / f"{ref.contract_id}.odcs.yaml").is_file(), ref
+        assert contract_file(ref.contract_id).is_file(), ref
         assert (f"{ref.schema}/{ref.name}", "contract") in check_keys, ref
 
 

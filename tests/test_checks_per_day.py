@@ -26,8 +26,7 @@ def _land(home: Path, bad_row_on: str | None = None) -> None:
 def _statuses(instance: dg.DagsterInstance, result) -> dict[dg.AssetCheckKey, dict[str, str]]:
     """For every check the run planned: its status per day, as the UI's check list computes it."""
     from dagster._core.storage.asset_check_state import AssetCheckState, bulk_update_asset_check_state
-
-    from pipelines.partitions import daily_partitions
+    from tokenledger.pipelines.partitions import daily_partitions
 
     planned = [e.dagster_event for e in instance.all_logs(result.run_id, of_type=dg.DagsterEventType
                                                           .ASSET_CHECK_EVALUATION_PLANNED)]

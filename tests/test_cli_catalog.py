@@ -54,7 +54,7 @@ def test_version(capsys) -> None:
 
 
 def test_each_finished_step_prints_a_line_as_it_finishes() -> None:
-    from pipelines.progress import _StepLines
+    from tokenledger.pipelines.progress import _StepLines
 
     class Event:
         def __init__(self, kind: str) -> None:
@@ -76,7 +76,7 @@ def test_each_finished_step_prints_a_line_as_it_finishes() -> None:
 def test_the_code_location_is_named_tokenledger() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dagster"]
     assert config["code_location_name"] == "tokenledger"
-    assert config["module_name"] == "pipelines.definitions"
+    assert config["module_name"] == "tokenledger.pipelines.definitions"
 
 
 def test_generate_refuses_what_it_cannot_write_in_one_line(tmp_path: Path, capsys) -> None:

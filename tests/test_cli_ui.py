@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_home
-from tokenledger.paths import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, make_home
 
 
 def _free_port() -> int:

@@ -18,10 +18,10 @@ import duckdb
 import pytest
 
 from tests.conftest import lenient, materialize, rows, write_jsonl
-from tokenledger.adapters import adapters
 from tokenledger.errors import InputFileError
-from tokenledger.ingest import request_sources, stage_gateway_files
-from tokenledger.landing import landing_files
+from tokenledger.ingest import adapters
+from tokenledger.ingest.landing import landing_files
+from tokenledger.ingest.sources import request_sources, stage_gateway_files
 
 DAY, DAY2 = "2026-11-16", "2026-11-17"
 T10 = 1794823200  # 2026-11-16T10:00:00Z in Unix seconds

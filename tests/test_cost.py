@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from tests.conftest import failure_text, gateway_dir, materialize, request, rows, write_jsonl
-from tokenledger.duck import sql_text
+from tokenledger.storage.duck import sql_text
 
 DAY = "2026-11-16"
 

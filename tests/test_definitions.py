@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
-
-from pipelines.definitions import defs
+from tokenledger.pipelines.definitions import defs
 
 
 def test_definitions_load_and_every_asset_is_a_documented_utc_daily_partition() -> None:
@@ -38,7 +37,7 @@ def test_the_daily_job_covers_every_asset_and_check() -> None:
 def test_partitions_start_at_the_first_landed_day(tmp_path) -> None:
     from datetime import date
 
-    from pipelines.partitions import first_landing_day
+    from tokenledger.pipelines.partitions import first_landing_day
 
     raw = tmp_path / "raw"
     for folder in ("gateway/dt=2026-11-18", "litellm/dt=2026-11-14", "gateway/dt=not-a-day", "billing/dt=2020-01-01",
@@ -52,7 +51,7 @@ def test_partitions_start_at_the_first_landed_day(tmp_path) -> None:
 def test_a_multi_day_run_sums_counts_and_reports_gauges_per_day() -> None:
     from datetime import date
 
-    from assets.daily import _summary
+    from tokenledger.assets.daily import _summary
 
     meta = _summary({date(2026, 11, 16): {"rows": 10, "runs_measured": 2, "gpus_needed": 12.5},
                      date(2026, 11, 17): {"rows": 5, "runs_measured": 2, "gpus_needed": 13.0}})
@@ -67,8 +66,8 @@ def test_a_multi_day_run_sums_counts_and_reports_gauges_per_day() -> None:
 def test_a_day_table_shows_its_contract_schema_and_file_in_the_catalog(home) -> None:
     from datetime import date
 
-    from assets.daily import catalog_metadata
-    from pipelines.resources import LedgerResource
+    from tokenledger.assets.daily import catalog_metadata
+    from tokenledger.pipelines.resources import LedgerResource
 
     meta = catalog_metadata(LedgerResource(home=str(home)), dg.AssetKey(["finance", "cost_per_mtok_daily"]),
                             [date(2026, 11, 16)])
@@ -127,13 +126,14 @@ def test_each_day_table_is_declared_once_and_the_registry_makes_its_asset_checks
 def test_a_table_its_sql_computes_alone_needs_only_its_registry_line() -> None:
     """The accounting tables have no Python of their own: their assets are built from the registry, described by
     their contracts."""
-    import assets.accounting
+    import tokenledger.assets.accounting
+
     from tokenledger.catalog import TABLES
 
     sql_only = [t for t in TABLES if t.inputs]
     assert {t.stage for t in sql_only} == {"accounting"} and len(sql_only) == 6
-    built = {k.to_user_string(): a for a in assets.accounting.accounting_assets for k in a.keys}
+    built = {k.to_user_string(): a for a in tokenledger.assets.accounting.accounting_assets for k in a.keys}
     assert set(built) == {f"{t.schema}/{t.name}" for t in sql_only}
     description = built["infra/goodput_hourly"].descriptions_by_key[dg.AssetKey(["infra", "goodput_hourly"])]
     assert description.startswith("One deployment of one model in one UTC hour")
-    assert "sql/goodput_hourly.sql over usage and slo" in description
+    assert "sql/accounting/goodput_hourly.sql over usage and slo" in description

@@ -15,16 +15,16 @@ import duckdb
 import pytest
 
 from tests.conftest import failure_text, materialize
-from tokenledger import lake
-from tokenledger.capacity import report_paths
+from tokenledger.capacity.day import report_paths
 from tokenledger.generate import (
     DEMO_LOADTEST_DEPLOYMENT,
     DEMO_LOADTEST_MODEL,
     generate_landing_zone,
     generate_loadtest_run,
 )
-from tokenledger.paths import HomeLayout
-from tokenledger.screenshot import VERDICT_HEADER, find_chromium, first_row_with, screenshot
+from tokenledger.storage import lake
+from tokenledger.storage.layout import HomeLayout
+from tools.screenshot import VERDICT_HEADER, find_chromium, first_row_with, screenshot
 
 MONDAY = date(2026, 11, 16)
 DEMO_RPD = 200_000

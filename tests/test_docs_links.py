@@ -1,6 +1,6 @@
 """The documentation a clone holds is whole: every relative link resolves, every path an asset's description names
 exists, nothing points outside the repository (`../shared/`, `spec/*.md`), and the generated reference
-(docs/tables.md, the field lists of docs/inputs.md) is what `python -m tokenledger.docs` writes today."""
+(docs/tables.md, the field lists of docs/inputs.md) is what `python -m tools.docs` writes today."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenledger import docs
+from tests.conftest import PROJECT_ROOT
 from tokenledger.catalog import TABLES
-from tokenledger.paths import PROJECT_ROOT
+from tools import docs
 
 DOC_FILES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 # Citations of the definitions that live outside a clone: the shared spec folder, or spec/<name>.md.
@@ -88,7 +88,7 @@ def test_docs_cite_only_the_repository(doc: Path):
 
 @cache
 def _asset_descriptions() -> dict[str, str]:
-    from pipelines.definitions import defs
+    from tokenledger.pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     return {key.to_user_string(): graph.get(key).description or "" for key in graph.get_all_asset_keys()}
@@ -110,10 +110,10 @@ def test_asset_descriptions_cite_only_the_repository():
 
 
 def test_review_cites_only_the_repository():
-    """The review's text (its templates are the strings of tokenledger/report.py) names docs/, never the spec."""
+    """The review's text (its templates are the strings of tokenledger/report/review.py) names docs/, never the spec."""
     source = (PROJECT_ROOT / "tokenledger" / "report.py").read_text()
     hits = [f"line {n}: {line.strip()}" for n, line in enumerate(source.splitlines(), 1) if OUTSIDE.search(line)]
-    assert not hits, "tokenledger/report.py cites files a clone does not have:\n" + "\n".join(hits)
+    assert not hits, "tokenledger/report/review.py cites files a clone does not have:\n" + "\n".join(hits)
 
 
 def test_the_review_and_descriptions_cite_sections_that_exist():
@@ -141,7 +141,7 @@ def test_markdown_helpers_find_links_and_headings(tmp_path: Path):
 def test_generated_reference_is_up_to_date():
     stale = [str(path.relative_to(PROJECT_ROOT)) for path, text in docs.outputs().items()
              if not path.is_file() or path.read_text() != text]
-    assert stale == [], "run python -m tokenledger.docs and commit the result"
+    assert stale == [], "run python -m tools.docs and commit the result"
 
 
 def test_every_table_and_input_contract_is_in_the_reference():

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from dagster._core.events import DagsterEventType
 from dagster._core.storage.event_log import SqliteEventLogStorage
+from tokenledger.pipelines.instance import EARLIER_TEXTS
 
 from tests.conftest import make_home
 from tokenledger.cli import _EARLIER_DAGSTER_YAML, DAGSTER_YAML, use_home
-from tokenledger.instance import EARLIER_TEXTS
 
 DAYS = ["2026-11-16", "2026-11-17", "2026-11-18"]
 _partitions = dg.DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")

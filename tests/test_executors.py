@@ -8,8 +8,8 @@ import sys
 
 import dagster as dg
 import pytest
+from tokenledger.pipelines.executors import celery_settings, executor_from_env
 
-from pipelines.executors import celery_settings, executor_from_env
 from tokenledger.errors import ConfigError
 
 
@@ -61,8 +61,8 @@ def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_ste
     run_config = executor_from_env({**os.environ, "TOKENLEDGER_EXECUTOR": "celery"}).apply_config_mapping({})
     run_app = make_app(CeleryExecutor.for_cli(broker=url, config_source=run_config.value["config"]["config_source"])
                        .app_args())
-    monkeypatch.delitem(sys.modules, "pipelines.celery_app", raising=False)
-    from pipelines.celery_app import app as worker_app
+    monkeypatch.delitem(sys.modules, "tokenledger.pipelines.celery_app", raising=False)
+    from tokenledger.pipelines.celery_app import app as worker_app
 
     for conf in (run_app.conf, worker_app.conf):
         assert conf.task_acks_late is True and conf.task_reject_on_worker_lost is True

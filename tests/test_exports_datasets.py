@@ -25,13 +25,11 @@ import pytest
 
 from tests.conftest import failure_text, make_home, materialize
 from tests.test_cost import write_day
-from tokenledger import lake
+from tokenledger.capacity.trend import TREND, rebuild_trend
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import load_contract
-from tokenledger.duck import compute_connection
 from tokenledger.expectations import CRITICAL
-from tokenledger.paths import HomeLayout
-from tokenledger.publishing import (
+from tokenledger.publish.versions import (
     DATASET_LAYOUT,
     Staging,
     csv_file,
@@ -40,8 +38,10 @@ from tokenledger.publishing import (
     publish_files,
     verify_day,
 )
-from tokenledger.trend import TREND, rebuild_trend
-from tokenledger.warehouse import connect, refresh_views
+from tokenledger.publish.warehouse import connect, refresh_views
+from tokenledger.storage import lake
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.layout import HomeLayout
 
 DAY = dt.date(2026, 11, 16)
 TRACES = "infra.cache_whatif_traces"  # published whole: a trace has no day

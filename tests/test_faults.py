@@ -26,12 +26,12 @@ import pytest
 
 from tests.conftest import COSTS_YAML, DEPLOYMENTS_YAML, SLO_YAML, failure_text, gateway_dir, lenient, request
 from tokenledger.config import MAX_EXPANDED_NODES, load_config
-from tokenledger.duck import compute_connection
 from tokenledger.errors import ConfigError, InputFileError
-from tokenledger.ingest import GATEWAY_FORMATS, DayWindow, ingest_billing_day, ingest_gateway_day
-from tokenledger.landing import landing_files
-from tokenledger.lines import MAX_LINE_BYTES
-from tokenledger.paths import HomeLayout
+from tokenledger.ingest.landing import landing_files
+from tokenledger.ingest.lines import MAX_LINE_BYTES
+from tokenledger.ingest.sources import GATEWAY_FORMATS, DayWindow, ingest_billing_day, ingest_gateway_day
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.layout import HomeLayout
 
 DAY = "2026-11-16"
 SECRET = "SECRET-PROMPT-TEXT"
@@ -396,7 +396,7 @@ def _fatal_home(tmp_path: Path) -> tuple[HomeLayout, Path]:
 
 def _ingest(layout: HomeLayout, source: str) -> None:
     """One day's ingest of a source, as its asset runs it (config loaded, deployments resolved first)."""
-    from tokenledger.ingest import ingest_deployments_day
+    from tokenledger.ingest.sources import ingest_deployments_day
 
     window = DayWindow(date.fromisoformat(DAY))
     with compute_connection(layout.home / "tmp" / "spill") as con:

@@ -27,16 +27,16 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import gateway_dir, request, write_jsonl
+from tests.conftest import PROJECT_ROOT, gateway_dir, request, write_jsonl
 from tests.processes import Forked, spawn
-from tokenledger import lake
 from tokenledger.cli import dagster_home_of, main
-from tokenledger.duck import literal_path
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.generate import generate_landing_zone
-from tokenledger.paths import PROJECT_ROOT, HomeLayout
-from tokenledger.publishing import csv_file, current_version, published_exports, verify_day
-from tokenledger.warehouse import connect, refresh_views, writable_database
+from tokenledger.publish.versions import csv_file, current_version, published_exports, verify_day
+from tokenledger.publish.warehouse import connect, refresh_views, writable_database
+from tokenledger.storage import lake
+from tokenledger.storage.duck import literal_path
+from tokenledger.storage.layout import HomeLayout
 
 DAY = date(2026, 11, 16)
 MODEL, DEPLOYMENT = "llama-3.1-8b-instruct", "llama8b-l40s-onprem"
@@ -67,7 +67,7 @@ def _home_env(home: Path):
 
 def _run_day(home: Path, select: str) -> dg.ExecuteInProcessResult:
     """A selection of the day's assets (with their checks), in this process, in the home's Dagster instance."""
-    from pipelines.definitions import defs
+    from tokenledger.pipelines.definitions import defs
 
     keys = [dg.AssetKey.from_user_string(k) for k in select.split(",")]
     with _home_env(home), dg.DagsterInstance.get() as instance:
@@ -77,7 +77,7 @@ def _run_day(home: Path, select: str) -> dg.ExecuteInProcessResult:
 
 def _materialize(home: Path, select: str, **env: str) -> Forked:
     """The Dagster CLI materializing a selection of the day in another process (forked: tests/processes.py)."""
-    return spawn("dagster", ["asset", "materialize", "-m", "pipelines.definitions", "--select", select,
+    return spawn("dagster", ["asset", "materialize", "-m", "tokenledger.pipelines.definitions", "--select", select,
                              "--partition", DAY.isoformat()], _env(home, **env), PROJECT_ROOT)
 
 

@@ -35,10 +35,10 @@ from tests.conftest import (
 )
 from tests.test_cost import charge, write_day
 from tokenledger.contracts import load_contract
-from tokenledger.duck import statement, used_params
 from tokenledger.expectations import CRITICAL, WARNING, validate_files
-from tokenledger.paths import HomeLayout
-from tokenledger.warehouse import connect
+from tokenledger.publish.warehouse import connect
+from tokenledger.storage.duck import statement, used_params
+from tokenledger.storage.layout import HomeLayout
 
 DAY = "2026-11-16"
 
@@ -348,7 +348,7 @@ def test_the_messy_day_reads_back_as_its_showback(messy_day: Path, tmp_path: Pat
 
 
 def _split(usage: str, showback: str) -> dict[tuple, tuple]:
-    """sql/focus_cost_and_usage_daily.sql on small hand-made tables: model m with weights output 5, uncached 1 (the
+    """sql/cost/focus_cost_and_usage_daily.sql on small hand-made tables: model m with weights output 5, uncached 1 (the
     rest 0.1), deployment d1 whose last version of the day declares a version and a developer but no family (an
     earlier version did). `usage` and `showback` are VALUES rows of (tenant, output, reasoning, uncached) and
     (tenant, cost)."""

@@ -624,7 +624,7 @@ def test_other_formats_are_byte_identical_and_leave_the_canonical_files_as_they_
 
 def test_gpu_telemetry_follows_the_load_within_each_gpu_types_range(zone: GenerateSummary) -> None:
     from tokenledger.generate.telemetry import IDLE_W
-    from tokenledger.gpu import host_of
+    from tokenledger.ingest.gpu import host_of
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

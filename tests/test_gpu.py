@@ -174,7 +174,7 @@ def test_cost_on_the_usage_basis_beside_the_allocation_basis(day: Path) -> None:
 def test_review_baseline_shows_measured_goodput_per_watt_and_flags_power_bought_throughput() -> None:
     from datetime import date
 
-    from tokenledger.report import Review, power_text, power_warning
+    from tokenledger.report.review import Review, power_text, power_warning
 
     def usage(day: int, per_watt: float, raw: float) -> dict:
         return {"day": date(2026, 11, day), "deployment_id": "m70-h100", "gpus": 24.0, "gpus_measured": 22,

@@ -230,8 +230,8 @@ def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_p
     """A day's JSON Lines files are staged together (small files: one batch, read line by line): every row still
     carries its own file's position in the day (file_index), its name and its line, around a Parquet file staged on
     its own."""
-    from tokenledger.ingest import stage_gateway_files
-    from tokenledger.landing import LandingFile
+    from tokenledger.ingest.landing import LandingFile
+    from tokenledger.ingest.sources import stage_gateway_files
 
     a = write_jsonl(tmp_path / "a.jsonl", [request("a1"), "{not json", request("a3")])
     con = duckdb.connect()
@@ -250,8 +250,8 @@ def test_json_lines_files_staged_together_keep_each_line_s_file_and_number(tmp_p
 
 def test_a_broken_file_among_json_lines_staged_together_is_named_alone(tmp_path: Path) -> None:
     from tokenledger.errors import InputFileError
-    from tokenledger.ingest import stage_gateway_files
-    from tokenledger.landing import LandingFile
+    from tokenledger.ingest.landing import LandingFile
+    from tokenledger.ingest.sources import stage_gateway_files
 
     good = write_jsonl(tmp_path / "a.jsonl", [request("a1")])
     broken = write_jsonl(tmp_path / "b.jsonl.gz", [request(f"b{i}") for i in range(200)])
@@ -267,9 +267,9 @@ def test_parquet_files_of_one_shape_are_staged_together_keeping_each_row_s_file_
     """Hourly Parquet files of one schema are typed and judged in one statement; a file of another schema is
     staged alone; each row keeps its file's position in the day, its name and its row number, exactly as when
     every file is staged on its own (which is also what a failed statement of a group falls back to)."""
-    from tokenledger import lake
-    from tokenledger.ingest import stage_gateway_files
-    from tokenledger.landing import LandingFile
+    from tokenledger.ingest.landing import LandingFile
+    from tokenledger.ingest.sources import stage_gateway_files
+    from tokenledger.storage import lake
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

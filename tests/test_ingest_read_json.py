@@ -18,16 +18,16 @@ import pytest
 
 from tests.conftest import failure_text, gateway_dir, lenient, materialize, request, rows, write_jsonl
 from tests.test_faults import LINES
-from tokenledger import ingest
-from tokenledger.ingest import LINE_BY_LINE, READ_JSON, DayWindow, _stage_gateway_lines, stage_gateway_files
-from tokenledger.landing import LandingFile
-from tokenledger.lines import physical_lines
+from tokenledger.ingest import sources as ingest
+from tokenledger.ingest.landing import LandingFile
+from tokenledger.ingest.lines import physical_lines
+from tokenledger.ingest.sources import LINE_BY_LINE, READ_JSON, DayWindow, _stage_gateway_lines, stage_gateway_files
 
 WINDOW = DayWindow(date(2026, 11, 16))
 DAY = "2026-11-16"
 
 # One line per kind of value the contract rejects (conftest.request: input 1000, cached 400, output 50, ttft 300.0,
-# e2e 1500.0, queue 20.0), with the reason worked out from data_contracts/gateway_request.odcs.yaml.
+# e2e 1500.0, queue 20.0), with the reason worked out from data_contracts/inputs/gateway_request.odcs.yaml.
 REJECTED = [
     (request("obj", tenant_id={"prompt": "SECRET"}), "tenant_id: a value of type object is not a valid string"),
     (request("arr", model=["m70"]), "model: a value of type array is not a valid string"),

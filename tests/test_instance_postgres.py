@@ -1,4 +1,4 @@
-"""A home whose Dagster instance is PostgreSQL (tokenledger/instance.py), against a real server.
+"""A home whose Dagster instance is PostgreSQL (pipelines/instance.py), against a real server.
 
 The fixture starts a private PostgreSQL cluster (Debian's `postgresql` package: initdb, pg_ctl) on 127.0.0.1 on a
 free port, with password logins, and stops it after the session. One day of a handful of requests is run by
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from tokenledger.pipelines.instance import POSTGRES_URL_ENV, POSTGRES_YAML, SQLITE_YAML
 
 from tests.conftest import gateway_dir, make_home, request, write_jsonl
 from tests.servers import free_port, unavailable
-from tokenledger.instance import POSTGRES_URL_ENV, POSTGRES_YAML, SQLITE_YAML
 
 DAY = "2026-11-16"
 USER, PASSWORD, DATABASE = "tokenledger", "s3cret-pg-Pa55", "dagster"
@@ -152,8 +152,7 @@ def test_a_day_run_on_a_postgres_instance_is_recorded_there_and_publishes_what_s
         postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dagster as dg
     import psycopg2
-
-    from pipelines.definitions import defs
+    from tokenledger.pipelines.definitions import defs
 
     pg_home, sqlite_home = _home(tmp_path / "pg" / "home"), _home(tmp_path / "sqlite" / "home")
     code, out, err = _run(pg_home, monkeypatch, postgres.url())
@@ -265,8 +264,8 @@ def test_a_url_dagster_cannot_use_is_refused_without_echoing_the_password(tmp_pa
 _HOLD_DAY = """
 import sys
 from datetime import date
-from tokenledger.housekeeping import day_locks
-from tokenledger.paths import HomeLayout
+from tokenledger.storage.housekeeping import day_locks
+from tokenledger.storage.layout import HomeLayout
 with day_locks(HomeLayout.of(sys.argv[1]), [date.fromisoformat(sys.argv[2])],
                waiting=lambda day: print(f"waiting for {day}", flush=True)):
     print("holding", sys.argv[2], flush=True)
@@ -277,8 +276,8 @@ def test_with_a_postgres_instance_day_locks_are_its_advisory_locks(postgres: Ser
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import date
 
-    from tokenledger.housekeeping import day_locks
-    from tokenledger.paths import HomeLayout
+    from tokenledger.storage.housekeeping import day_locks
+    from tokenledger.storage.layout import HomeLayout
 
     monkeypatch.setenv(POSTGRES_URL_ENV, postgres.url())
     home = tmp_path / "home"

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from tests.conftest import request, write_jsonl
+from tokenledger.capacity.loadtest import loadtest_results, write_loadtest_steps
 from tokenledger.config import load_config
 from tokenledger.contracts import load_contract, sql_literal
-from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
 from tokenledger.generate import (
     DEMO_BENCH_DEPLOYMENT,
@@ -32,8 +32,8 @@ from tokenledger.generate import (
     knee_index,
 )
 from tokenledger.generate.configs import write_configs
-from tokenledger.loadtest import loadtest_results, write_loadtest_steps
-from tokenledger.paths import HomeLayout
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.layout import HomeLayout
 
 SEED = 7
 SCENARIO_START = date(2026, 11, 16)

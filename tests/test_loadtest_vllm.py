@@ -12,11 +12,11 @@ import duckdb
 import pytest
 
 from tests.conftest import SLO_YAML, request, write_jsonl
+from tokenledger.capacity.loadtest import loadtest_results
 from tokenledger.config import load_config
-from tokenledger.duck import compute_connection
 from tokenledger.errors import LedgerError
-from tokenledger.loadtest import loadtest_results
-from tokenledger.paths import HomeLayout
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.layout import HomeLayout
 
 # m70 in conftest's home: 16 H100s until noon of 2026-11-16; TTFT limits 1,000 ms under 4k input tokens and
 # 2,500 ms from 4k. The sweep is small, so its model judges a bucket from 5 requests and is stable after 1 minute.

@@ -1,5 +1,5 @@
-"""The compiled LRU replay (tokenledger/lru.py): exact against a cache replayed one block at a time, and its SHARDS
-estimate worked by hand; the compiled infinite cache against a set and by hand."""
+"""The compiled LRU replay (tokenledger/whatif/lru.py): exact against a cache replayed one block at a time, and its
+SHARDS estimate worked by hand; the compiled infinite cache against a set and by hand."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from tokenledger import lru
-from tokenledger.lru import InfiniteCache, LruCache, Sampling, cached_tokens
+from tokenledger.whatif.lru import InfiniteCache, LruCache, Sampling, cached_tokens
+from tokenledger.whatif.replay import lru
 
 
 def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tokens: int) -> int:
@@ -176,7 +176,7 @@ def test_the_infinite_cache_by_hand() -> None:
     a, b, c, d, e, f = 101, 102, 103, 104, 105, 106
     # Blocks of 4 tokens. [A B C] of 10 tokens finds nothing: 0. [A B D] of 12: A B seen, D not: 8. [E] of 3: 0.
     # [A B C F] of 15: A B C seen: 12. [A B C] of 9: all three seen, 12 tokens, but only its 9: 9. 0 + 8 + 0 + 12 + 9
-    # = 29, as sql/whatif_infinite.sql gives (tests/test_whatif.py).
+    # = 29, as sql/whatif/whatif_infinite.sql gives (tests/test_whatif.py).
     cache = InfiniteCache()
     requests = [([a, b, c], 10), ([a, b, d], 12), ([e], 3), ([a, b, c, f], 15), ([a, b, c], 9)]
     offsets, values, inputs, blocks = _arrays(requests)

@@ -16,13 +16,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import gateway_dir, request, write_jsonl
+from tests.conftest import PROJECT_ROOT, gateway_dir, request, write_jsonl
 from tests.processes import Forked, spawn
-from tokenledger import lake, publishing
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
 from tokenledger.errors import LedgerError
 from tokenledger.generate import generate_landing_zone
-from tokenledger.paths import PROJECT_ROOT, HomeLayout
+from tokenledger.publish import versions as publishing
+from tokenledger.storage import lake
+from tokenledger.storage.layout import HomeLayout
 
 # Friday to Monday: the generator's 70B adds a replica on the fourth day (day_offset 3, the Monday), so every way of
 # running these days crosses a weekend and an inventory change. A whole week, as before, covered no more and cost
@@ -100,7 +101,7 @@ def test_a_dagster_range_backfill_gives_the_same_tables_as_each_day_alone(landin
     # the event log of pipelines/event_log.py. Dagster's defaults cost its run ~10 s of ~33 s.
     (home / ".dagster" / "dagster.yaml").write_text(DAGSTER_YAML)
     # Dagster's own CLI (forked: tests/processes.py; `make test` starts the `dagster` executable itself).
-    done = spawn("dagster", ["asset", "materialize", "-m", "pipelines.definitions", "--select", "*",
+    done = spawn("dagster", ["asset", "materialize", "-m", "tokenledger.pipelines.definitions", "--select", "*",
                              "--partition-range", f"{START}...{END}"], _env(home), PROJECT_ROOT)
     output, _ = done.communicate(timeout=TIMEOUT_S)
     assert done.returncode == 0, output[-3000:]

@@ -1,6 +1,6 @@
 """OpenTelemetry GenAI spans as a request source: OTLP JSON files as the Collector's file exporter writes them (one
 ExportTraceServiceRequest per line), written here from the GenAI semantic conventions, unnested in DuckDB
-(sql/otel_spans.sql), one model-call span one request, every other record counted. Prices: the sheets of
+(sql/ingest/otel_spans.sql), one model-call span one request, every other record counted. Prices: the sheets of
 tests/test_api_pricing.py (GPT-5 from LiteLLM's map, `whole` for opus)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`tokenledger run --parallel N`: runs submitted to the home's Dagster instance, dequeued by its daemon and launched
-by its run launcher (tokenledger/submitted.py), instead of executed in the command's process.
+by its run launcher (pipelines/submitted.py), instead of executed in the command's process.
 
 A generated 4-day home is run in process and, on a copy, with --parallel 2: two ranged runs of two days each, each
 in a run worker process of its own, publishing the same tables row for row. A day whose logs are missing fails its
@@ -21,9 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tokenledger.capacity.trend import TREND
 from tokenledger.catalog import PUBLISHED_TABLES, TableRef
-from tokenledger.trend import TREND
-from tokenledger.whatif import TRACES
+from tokenledger.whatif.replay import TRACES
 
 pytestmark = pytest.mark.distributed
 
@@ -188,8 +188,8 @@ def test_two_overlapping_backfills_at_once_publish_every_day_whole(generated: Pa
                                                "2026-11-05"]
     assert {r["status"] for r in runs} == {"SUCCESS"}
     # Every day is published once in what readers see, whole (its manifest matches its files), as run alone.
-    from tokenledger.paths import HomeLayout
-    from tokenledger.publishing import verify_day
+    from tokenledger.publish.versions import verify_day
+    from tokenledger.storage.layout import HomeLayout
 
     assert all(verify_day(HomeLayout.of(home), day) == [] for day in (date(2026, 11, d) for d in range(2, 6)))
     assert published(home) == published(alone)

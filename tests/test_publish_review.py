@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import gateway_dir, request, write_jsonl
 from tokenledger.cli import dagster_home_of, main
 from tokenledger.faults import VARIABLE as FAILPOINT
-from tokenledger.paths import HomeLayout
+from tokenledger.storage.layout import HomeLayout
 
 DAYS = ("2026-11-16", "2026-11-17")
 

@@ -1,4 +1,5 @@
-"""The capacity math of tokenledger.queueing against textbook values, brute force and the seeds' own examples."""
+"""The capacity math of tokenledger.capacity.queueing against textbook values, brute force and the seeds' own
+examples."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from tokenledger.queueing import (
+from tokenledger.capacity.queueing import (
     Headroom,
     capacity_shortfall,
     erlang_b,

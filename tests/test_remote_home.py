@@ -1,4 +1,4 @@
-"""A home on object storage (TOKENLEDGER_HOME=s3://bucket/prefix, tokenledger/remote.py) against a real S3 API
+"""A home on object storage (TOKENLEDGER_HOME=s3://bucket/prefix, tokenledger/storage/remote.py) against a real S3 API
 server on 127.0.0.1 (moto's server mode, tests/s3server.py).
 
 A 3-day home is generated into the bucket and run there; the same days generated into a local folder and run there
@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 
 from tests.s3server import S3Server, s3_server_fixture  # noqa: F401  (the fixture `s3_server`)
+from tokenledger.capacity.trend import TREND
 from tokenledger.catalog import PUBLISHED_TABLES, TableRef
-from tokenledger.remote import arrow_filesystem
-from tokenledger.trend import TREND
-from tokenledger.whatif import TRACES
+from tokenledger.storage.remote import arrow_filesystem
+from tokenledger.whatif.replay import TRACES
 
 pytestmark = pytest.mark.distributed
 
@@ -279,9 +279,8 @@ def test_the_late_data_sensor_sees_a_file_landed_late_in_the_bucket(bucket: Buck
     from datetime import date
 
     import dagster as dg
-
-    from pipelines.resources import LedgerResource
-    from pipelines.sensors import late_days
+    from tokenledger.pipelines.resources import LedgerResource
+    from tokenledger.pipelines.sensors import late_days
 
     for name, value in bucket.env.items():
         monkeypatch.setenv(name, value)

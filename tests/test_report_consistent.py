@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from tests.test_report_verdict import _cap, _plan, _review, _slo
-from tokenledger.report import (
+from tokenledger.report.review import (
     PALETTE,
     Review,
     attainment_chart,

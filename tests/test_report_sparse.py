@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from tests.test_report_verdict import DAY, POLICY, _cap, _plan, _review, _slo
-from tokenledger.report import Review, cost_chart, render_html, render_markdown, tables, verdict_table
+from tokenledger.report.review import Review, cost_chart, render_html, render_markdown, tables, verdict_table
 
 
 def _both(review: Review) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tokenledger.report import (
+from tokenledger.report.review import (
     Review,
     attainment_chart,
     cost_chart,
@@ -22,7 +22,7 @@ from tokenledger.report import (
     verdict_table,
     whatif_finding,
 )
-from tokenledger.screenshot import VERDICT_HEADER, find_chromium, first_row_with, png_pixels, screenshot
+from tools.screenshot import VERDICT_HEADER, find_chromium, first_row_with, png_pixels, screenshot
 
 DAY = date(2026, 11, 17)
 POLICY = {"attainment_target": 0.99, "success_rate_target": 0.9995, "queue_p99_ms": 300.0, "itl_p99_ms": 100.0,

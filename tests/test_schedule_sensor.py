@@ -10,11 +10,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from tokenledger.pipelines.definitions import defs
+from tokenledger.pipelines.resources import LedgerResource
+from tokenledger.pipelines.schedules import SCHEDULE_HOUR_UTC, daily_schedule
+from tokenledger.pipelines.sensors import late_data_sensor
 
-from pipelines.definitions import defs
-from pipelines.resources import LedgerResource
-from pipelines.schedules import SCHEDULE_HOUR_UTC, daily_schedule
-from pipelines.sensors import late_data_sensor
 from tests.conftest import failure_text, gateway_dir, materialize, request, write_jsonl
 
 DAY = "2026-11-16"
@@ -113,7 +113,7 @@ def test_freshness_checks_warn_when_inputs_are_late_and_never_block(home: Path,
 def test_freshness_before_and_after_the_expected_hour() -> None:
     from datetime import date
 
-    from assets.checks import freshness_verdict
+    from tokenledger.assets.checks import freshness_verdict
 
     day, deadline = date(2026, 11, 29), datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
     early, late = datetime(2026, 11, 30, 3, 0, tzinfo=UTC), datetime(2026, 11, 30, 6, 0, tzinfo=UTC)

@@ -8,10 +8,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tokenledger import lake
-from tokenledger.duck import compute_connection
-from tokenledger.paths import HomeLayout
-from tokenledger.trend import rebuild_trend
+from tokenledger.capacity.trend import rebuild_trend
+from tokenledger.storage import lake
+from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.layout import HomeLayout
 
 START = date(2026, 11, 1)
 

@@ -21,10 +21,10 @@ import duckdb
 import pytest
 
 from tests.conftest import failure_text, materialize
-from tokenledger import lake
 from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
 from tokenledger.contracts import Table, load_contract, sql_literal
 from tokenledger.generate import generate_landing_zone
+from tokenledger.storage import lake
 
 START, END = "2026-11-16", "2026-11-22"  # Monday to Sunday; the 70B model scales 1 -> 2 replicas Thursday noon
 MODEL_70B, CODER = "llama-3.1-70b-instruct", "qwen3-coder-30b-a3b-instruct"

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import request, write_jsonl
-from tokenledger.ingest import DayWindow, stage_gateway_files
-from tokenledger.landing import LandingFile
+from tokenledger.ingest.landing import LandingFile
+from tokenledger.ingest.sources import DayWindow, stage_gateway_files
 
 
 def _staged(tmp_path: Path, path: Path, fmt: str) -> dict[str, tuple]:
@@ -140,7 +140,7 @@ def _day_tables(con: duckdb.DuckDBPyConnection, requests: list[tuple], scenarios
 
 
 def _replayed(tmp_path: Path, requests: list[tuple], chunk_accesses: int = 1 << 20, **kw) -> dict[str, int | None]:
-    from tokenledger.whatif import replay_day
+    from tokenledger.whatif.replay import replay_day
 
     con = duckdb.connect()
     _day_tables(con, requests, **kw)
@@ -163,7 +163,7 @@ def test_the_replay_is_the_same_whatever_the_chunks(tmp_path: Path) -> None:
 
 def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_next(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tokenledger import whatif
+    from tokenledger.whatif import replay as whatif
 
     # 2.5 hours apart, the five requests fall in five hours (10:00 to 20:00). A small day is sorted in one run of
     # hours, one file; with runs of at most one access, each hour is a file of its own and every cache state
@@ -180,7 +180,7 @@ def test_a_day_replayed_hour_by_hour_carries_every_cache_from_one_hour_to_the_ne
 
 
 def test_hours_are_sorted_in_runs_of_at_most_the_limit() -> None:
-    from tokenledger.whatif import hour_runs
+    from tokenledger.whatif.replay import hour_runs
 
     # 5 + 4 fit in 10, 3 more would not; 12 alone is above the limit and a run of its own; 2 + 6 + 1 fit.
     assert hour_runs([(0, 5), (1, 4), (2, 3), (3, 12), (4, 2), (5, 6), (6, 1)], 10) == [
@@ -190,7 +190,8 @@ def test_hours_are_sorted_in_runs_of_at_most_the_limit() -> None:
 
 
 def test_the_infinite_cache_taken_run_by_run_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tokenledger import lake, whatif
+    from tokenledger.storage import lake
+    from tokenledger.whatif import replay as whatif
 
     # 2.5 hours apart, with runs of at most one access: five runs, each aggregated on its own and probing the
     # hashes the runs before it sighted first (r2 sights only D, r4 only F, r5 nothing; r3 is E's first).
@@ -220,7 +221,8 @@ def test_the_infinite_cache_taken_run_by_run_is_the_same(tmp_path: Path, monkeyp
 
 def test_the_infinite_cache_counted_in_the_lru_stream_is_the_same(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from tokenledger import lake, whatif
+    from tokenledger.storage import lake
+    from tokenledger.whatif import replay as whatif
 
     # Every infinite scenario of SCENARIOS shares its scope and routing with an LRU one: it is counted in the LRU
     # pass's stream, and DuckDB writes no first sightings. With no memory for the stream's sets (a share of 0 of
@@ -266,7 +268,7 @@ def test_requests_out_of_arrival_order_stop_the_replay(tmp_path: Path) -> None:
 
 
 def test_requests_without_hashes_or_a_size_in_blocks_are_not_replayed(tmp_path: Path) -> None:
-    from tokenledger.whatif import replay_day
+    from tokenledger.whatif.replay import replay_day
 
     con = duckdb.connect()
     _day_tables(con, FIVE + [("r6", "s1", None, 100)], kv_bytes=None)
@@ -284,7 +286,7 @@ def _figures(con: duckdb.DuckDBPyConnection) -> dict[str, tuple]:
 
 
 def test_above_the_budget_the_lru_is_sampled_and_says_so(tmp_path: Path) -> None:
-    from tokenledger.whatif import replay_day
+    from tokenledger.whatif.replay import replay_day
 
     # The five requests hold 14 block accesses. A budget of 2 samples every LRU scenario at the rate
     # 1 / ceil(14 / 2) = 1/7; every block is in at least 0.1% of the requests, so each is kept whole, and the
@@ -331,7 +333,7 @@ def _mooncake_day(requests: int, seed: int) -> pa.Table:
 
 
 def test_shards_on_a_mooncake_shaped_day_is_within_half_a_point_of_the_exact_replay(tmp_path: Path) -> None:
-    from tokenledger.whatif import replay_day
+    from tokenledger.whatif.replay import replay_day
 
     day = _mooncake_day(20_000, seed=1)
     sizes = [16, 64, 256, 1024]  # 8k to 512k tokens: below one system prompt to a few hundred sessions
@@ -467,7 +469,7 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
     # the traces table too: one dataset of one file, read back by pandas and through the warehouse's view
     import pandas as pd
 
-    from tokenledger.warehouse import connect
+    from tokenledger.publish.warehouse import connect
 
     frame = pd.read_parquet(home / "exports" / "infra" / "cache_whatif_traces")
     replayed = {s: r["simulated_cached_tokens"] for s, r in trace.items()}
@@ -480,14 +482,15 @@ def test_a_day_and_a_trace_through_dagster(home: Path) -> None:
 
 
 def test_the_replica_of_a_key_is_its_md5_modulo_the_replicas_as_any_tool_computes_it() -> None:
-    """sql/md5_mod.sql (through sql/replica_of.sql) takes md5 mod replicas from md5's two 64-bit halves; it must be
+    """sql/whatif/md5_mod.sql (through sql/whatif/replica_of.sql) takes md5 mod replicas from md5's two 64-bit halves;
+    it must be
     the 128-bit number's remainder (Python: int.from_bytes(md5(key), 'little') % replicas), and 0 when nothing is
     per replica."""
     import hashlib
 
     import duckdb
 
-    from tokenledger.duck import run_sql, statement
+    from tokenledger.storage.duck import run_sql, statement
 
     con = duckdb.connect()
     keys = [f"req-{i}" for i in range(400)] + ["", "ü-session", "s" * 300]

@@ -3,7 +3,7 @@
 A line says where the table sits (its stage, the Dagster group), its grain, what it reads, whether it is published
 (and as CSV too), and which contract types it. Everything else is derived from the line: the asset's key, group,
 partitions, lineage and catalog metadata (assets/tables.py), its contract checks (assets/checks.py), its
-publication (assets/publish.py) and its warehouse view (tokenledger/warehouse.py). The rows come from
+publication (assets/publish.py) and its warehouse view (tokenledger/publish/warehouse.py). The rows come from
 sql/<name>.sql (or the file `sql` names). A table that SQL computes alone from one of the standard inputs
 (`inputs`) needs no Python at all: adding one touches its SQL, its contract and one line here.
 """

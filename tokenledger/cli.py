@@ -24,10 +24,10 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from tokenledger.errors import LedgerError, environment_problem
-from tokenledger.instance import EARLIER_SQLITE_YAML, SQLITE_YAML, prepare_instance
-from tokenledger.paths import PROJECT_ROOT, HomeLayout, url_safe_folder
+from tokenledger.pipelines.instance import EARLIER_SQLITE_YAML, SQLITE_YAML, prepare_instance, workspace_file
+from tokenledger.storage.layout import HomeLayout, url_safe_folder
 
-# The SQLite instance's dagster.yaml (tokenledger/instance.py, which chooses it or Postgres's), under the names
+# The SQLite instance's dagster.yaml (pipelines/instance.py, which chooses it or Postgres's), under the names
 # the tests and the bench write it by.
 DAGSTER_YAML, _EARLIER_DAGSTER_YAML = SQLITE_YAML, EARLIER_SQLITE_YAML
 
@@ -65,13 +65,14 @@ def dagster_home_of(home: Path) -> Path:
 
 def _home(text: str) -> str | Path:
     """--home: a folder, or a home on object storage (s3://bucket/prefix), kept as its URL."""
-    from tokenledger.remote import is_remote
+    from tokenledger.storage.remote import is_remote
 
     return text if is_remote(text) else Path(text)
 
 
 def home_layout(home: str | Path) -> HomeLayout:
-    """The layout of --home: a folder's resolved path, or a remote home's work folder (tokenledger/remote.py)."""
+    """The layout of --home: a folder's resolved path, or a remote home's work folder
+    (tokenledger/storage/remote.py)."""
     return HomeLayout.of(home if isinstance(home, str) else home.expanduser().resolve())
 
 
@@ -164,7 +165,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(f"  load test: {folder.relative_to(home)} (a vllm bench serve sweep: "
                   f"{', '.join(f'{r:g}' for r in DEMO_BENCH_RATES)} req/s, {DEMO_BENCH_STEP_MINUTES} minutes each)")
     if layout.remote is not None:
-        from tokenledger.remote import push
+        from tokenledger.storage.remote import push
 
         written = [p for folder in ("raw", "config") for p in (home / folder).rglob("*") if p.is_file()]
         print(f"  uploaded {push(layout.remote, home, written)} file(s) to {layout.remote.url} (raw/, config/)")
@@ -308,10 +309,10 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     """What the range published and where: rows per table, the reconciliation, the quarantine."""
     import duckdb
 
-    from tokenledger import lake
     from tokenledger.catalog import PUBLISHED_TABLES
-    from tokenledger.duck import literal_path
-    from tokenledger.publishing import manifest_name, published_exports
+    from tokenledger.publish.versions import manifest_name, published_exports
+    from tokenledger.storage import lake
+    from tokenledger.storage.duck import literal_path
 
     con = duckdb.connect()
     exports = published_exports(layout)  # one version for the whole summary
@@ -330,9 +331,9 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)", {"f": present}
                            ).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<{width}} {len(present):>3} day(s) {rows:>12,} rows")
+    from tokenledger.capacity.trend import TREND
     from tokenledger.catalog import TableRef
-    from tokenledger.trend import TREND
-    from tokenledger.whatif import TRACES
+    from tokenledger.whatif.replay import TRACES
 
     for whole, span in ((TREND, "all days"), (TableRef(*TRACES), "  traces")):
         path = exports / whole.schema / whole.name / lake.DATA_FILE
@@ -359,13 +360,14 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
                   f"+ {merged:>6,} merged + {skipped:>6,} skipped   {state}")
     print(f"\nQuery them: tokenledger sql --home {layout.name} \"SELECT * FROM quality.quarantine\" (or in Python, "
-          f"tokenledger.warehouse.connect('{layout.name}')). The Dagster UI: tokenledger ui --home {layout.name}")
+          f"tokenledger.publish.warehouse.connect('{layout.name}')). The Dagster UI: "
+          f"tokenledger ui --home {layout.name}")
 
 
 def _check_range(start: date, end: date, end_given: bool = True) -> None:
     """One line for a range the partitions cannot hold, instead of Dagster's traceback (naming --start when
     --end was not given)."""
-    from pipelines.partitions import FIRST_DAY, daily_partitions
+    from tokenledger.pipelines.partitions import FIRST_DAY, daily_partitions
 
     if start < FIRST_DAY:
         raise LedgerError(f"--start {start} is before the first day partitions reach, {FIRST_DAY} "
@@ -399,18 +401,18 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     it was published (its publication step did not run): its days are run again one Dagster run each, so the
     good days are published and each failed day is named with its own messages.
 
-    `parallel`: the runs are submitted to the home's Dagster instance instead (tokenledger/submitted.py), at most
+    `parallel`: the runs are submitted to the home's Dagster instance instead (pipelines/submitted.py), at most
     that many of them unfinished at once, and `days_per_run` defaults to the range cut into that many runs."""
     layout = use_home(home)
     warnings.filterwarnings("ignore")
     from dagster import DagsterInstance
 
-    from pipelines.definitions import defs
-    from tokenledger.publishing import exclusive
+    from tokenledger.pipelines.definitions import defs
+    from tokenledger.publish.versions import exclusive
 
     _check_range(start, end, end_given)
     if parallel and os.environ.get("TOKENLEDGER_EXECUTOR", "").strip() == "celery":
-        from pipelines.executors import BROKER_ENV, check_broker
+        from tokenledger.pipelines.executors import BROKER_ENV, check_broker
 
         check_broker(os.environ.get(BROKER_ENV, ""))  # one line and exit 2 before anything is submitted
     if days_per_run is None:
@@ -460,13 +462,13 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
         instance = DagsterInstance.get()
     with instance:
         if parallel:
-            from tokenledger.submitted import run_submitted
+            from tokenledger.pipelines.submitted import run_submitted
 
             # The run worker's console log goes to the daemon's log file; the lines printed here come from the
-            # instance's event log (tokenledger/submitted.py).
+            # instance's event log (pipelines/submitted.py).
             submitted_config = {"loggers": {"console": {"config": {"log_level": "INFO" if verbose else "WARNING"}}}}
             if idle:
-                from pipelines.resources import ledger_run_config
+                from tokenledger.pipelines.resources import ledger_run_config
 
                 submitted_config["resources"] = ledger_run_config(idle_days=idle_days)
             run_submitted(instance, _chunks(start, end, days_per_run), parallel, submitted_config, published, failed,
@@ -492,7 +494,7 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     if failed:
         # A failed day's messages point at quality.quarantine_pending, which reads the lake: give it a view even when
         # nothing was ever published (a held warehouse is said by the publication's own check).
-        from tokenledger.warehouse import refresh_views
+        from tokenledger.publish.warehouse import refresh_views
 
         refresh_views(layout)
     print_published(layout, start, end)
@@ -521,11 +523,11 @@ def cmd_sql(args: argparse.Namespace) -> int:
     """Run one query against the home's warehouse (read-only) and print its result as a table."""
     import duckdb
 
-    from tokenledger.warehouse import connect
+    from tokenledger.publish.warehouse import connect
 
     layout = home_layout(args.home)
     if layout.remote is not None:
-        from tokenledger.publishing import pull_published
+        from tokenledger.publish.versions import pull_published
 
         layout.home.mkdir(parents=True, exist_ok=True)
         if not pull_published(layout):  # connect() pulls the core tables too
@@ -552,9 +554,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
     layout = use_home(args.home)
     print(f"Dagster UI for {layout.home} on http://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
-    # Without -m, dagster reads pyproject.toml's [tool.dagster]: the code location is named `tokenledger`.
-    command = [sys.executable, "-m", "dagster", "dev", "-h", args.host, "-p", str(args.port)]
-    child = subprocess.Popen(command, cwd=PROJECT_ROOT, start_new_session=True)
+    # The instance's workspace file names the code location by module, `tokenledger` (pipelines/instance.py).
+    command = [sys.executable, "-m", "dagster", "dev", "-h", args.host, "-p", str(args.port),
+               "-w", str(workspace_file(Path(os.environ["DAGSTER_HOME"])))]
+    child = subprocess.Popen(command, start_new_session=True)
 
     def forward(signum, _frame) -> None:
         with contextlib.suppress(ProcessLookupError):

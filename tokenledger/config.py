@@ -25,9 +25,9 @@ import pyarrow as pa
 import yaml
 
 from tokenledger.contracts import Table, load_contract, typed_select, violation_reasons
-from tokenledger.duck import register_arrow
 from tokenledger.errors import ConfigError
-from tokenledger.paths import HomeLayout
+from tokenledger.storage.duck import register_arrow
+from tokenledger.storage.layout import HomeLayout
 
 SLO_KEYS = {
     "isl_buckets", "itl_limit_ms", "itl_missing", "itl_p99_ms", "queue_p99_ms", "tpot_p99_ms",
@@ -659,8 +659,8 @@ def load_config(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> None:
         register_arrow(con, name, checked)
 
 
-# In an in-memory database (the process's compute database: tokenledger.duck) the checked tables are made once as
-# tables of its main schema, which every connection to it reads, with this marker naming the files' digest: each
+# In an in-memory database (the process's compute database: tokenledger.storage.duck) the checked tables are made once
+# as tables of its main schema, which every connection to it reads, with this marker naming the files' digest: each
 # step's own views of 11 tables cost 40 ms of a small day's step, a quarter second of a run.
 _SHARED_DIGEST = "config__digest"
 

@@ -14,7 +14,7 @@ Supported rule forms, all standard ODCS v3:
   string column that takes a JSON number as its text, e.g. numeric ids), `noRawKeys` (a label that must never
   hold a credential: a value that looks like an API key is rejected and never stored, see `KEY_PATTERN`),
   `default` (the text a missing value is read as), and for the contract of another format's records
-  (tokenledger/adapters/): `path` (the JSON path, or list of paths tried in order, the field is read from) and
+  (tokenledger/ingest/adapters/): `path` (the JSON path, or list of paths tried in order, the field is read from) and
   `epoch` (`seconds` or `nanoseconds`: a timestamp written as a number since the Unix epoch);
 - table: `custom` rules with engine `great-expectations` whose implementation is an expectation
   (`expect_column_pair_values_a_to_be_greater_than_b`), and `sql` rules whose query counts violating rows.
@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from tokenledger.paths import CONTRACTS_DIR
+from tokenledger.packaged import contract_file
 
 _ROW_RULE_QUERY = re.compile(r"^\s*SELECT\s+COUNT\(\*\)\s+FROM\s+(\w+)\s+WHERE\s+(?P<condition>.+?)\s*;?\s*$",
                              re.IGNORECASE | re.DOTALL)
@@ -139,7 +139,7 @@ class Contract:
 
 
 def contract_path(contract_id: str) -> Path:
-    return CONTRACTS_DIR / f"{contract_id}.odcs.yaml"
+    return contract_file(contract_id)
 
 
 # libyaml's safe loader when PyYAML has it: every process that loads the definitions reads the contracts, and the

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from tokenledger.contracts import Column, RowRule, Table, sql_literal
-from tokenledger.duck import literal_path, query_files
+from tokenledger.storage.duck import literal_path, query_files
 
 CRITICAL = "critical"
 WARNING = "warning"

@@ -1,4 +1,4 @@
-"""One day of request logs in the formats the adapters read (tokenledger/adapters/), for the hosted-API models of
+"""One day of request logs in the formats the adapters read (tokenledger/ingest/adapters/), for the hosted-API models of
 ``scenario.API_DEPLOYMENTS``: what `tokenledger generate` lands beside the canonical gateway logs on its first day.
 
 - ``raw/litellm/dt=D/spend_logs.jsonl``: LiteLLM 1.110 ``LiteLLM_SpendLogs`` rows (as ``row_to_json`` dumps them)

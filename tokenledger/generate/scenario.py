@@ -484,7 +484,7 @@ class ApiDeployment:
     """A hosted-API model the first generated day also calls, logged in the format its callers keep.
 
     ``model`` is the name that format's records carry (LiteLLM's model_group, the dated name OpenAI and Anthropic
-    return), ``source`` the raw/<source>/ folder the log lands in (tokenledger/adapters/).
+    return), ``source`` the raw/<source>/ folder the log lands in (tokenledger/ingest/adapters/).
     """
 
     deployment_id: str

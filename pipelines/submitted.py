@@ -1,0 +1,296 @@
+"""Runs submitted to the home's Dagster instance, for `tokenledger run --parallel N`.
+
+Without `--parallel`, `tokenledger run` executes each run in its own process (`execute_in_process`), as it always
+has. With it, each run is created in the instance and submitted to it like a run launched from the UI: the
+instance's run coordinator queues it (Dagster's QueuedRunCoordinator, bounded by the instance's
+`max_concurrent_runs`), its daemon dequeues it, and its run launcher starts it where the deployment says (the
+DefaultRunLauncher: a process on this machine; a K8sRunLauncher: a pod). The run's steps run on the executor that
+`TOKENLEDGER_EXECUTOR` selects (pipelines/definitions.py): in one process, in a process per step, or on Celery
+workers. This module only submits, waits and reads the event log back; it schedules nothing itself beyond keeping at
+most N of its own runs submitted and unfinished at once.
+
+When no daemon of the instance is alive (no recent heartbeat of its run queue), one is started for the command's
+duration and stopped after (`QueueDaemon`); a daemon already serving the instance (`tokenledger ui`, a
+deployment's, another command's) is used as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from tokenledger.pipelines.instance import CODE_LOCATION, DEFINITIONS_MODULE, workspace_file
+
+from tokenledger.errors import EnvironmentProblem
+
+JOB = "daily_pipeline"
+QUEUE_DAEMON = "QUEUED_RUN_COORDINATOR"
+POLL_S = 0.5
+# A daemon is alive when its last heartbeat is this recent (Dagster's own tolerance is 30 s past a 30 s interval).
+DAEMON_FRESH_S = 60.0
+# How long a started daemon may take to send its first heartbeat before the command gives up on it.
+DAEMON_START_S = 120.0
+DAEMON_LOG = "tokenledger-daemon.log"
+_STEP_END = {"STEP_SUCCESS": "done", "STEP_FAILURE": "FAILED"}
+
+
+@dataclass
+class SubmittedResult:
+    """What `execute_in_process` returns, as far as tokenledger run reads it: success and the run's events."""
+
+    run_id: str
+    success: bool
+    all_events: list[Any] = field(default_factory=list)
+
+
+def span_tags(first: date, last: date) -> dict[str, str]:
+    """A run's partition tags: one day, or a range that each step walks in order."""
+    if first == last:
+        return {"dagster/partition": first.isoformat()}
+    return {"dagster/asset_partition_range_start": first.isoformat(),
+            "dagster/asset_partition_range_end": last.isoformat()}
+
+
+def daemon_alive(instance) -> bool:
+    beat = instance.get_daemon_heartbeats().get(QUEUE_DAEMON)
+    return beat is not None and time.time() - beat.timestamp <= DAEMON_FRESH_S
+
+
+class QueueDaemon:
+    """A Dagster daemon dequeuing the instance's runs for as long as this command has runs to follow.
+
+    `ensure()`, called at every poll, uses the daemon already serving the instance (`tokenledger ui`'s, a
+    deployment's, another `tokenledger run --parallel`'s) and starts one of its own only when none is alive: under
+    a lock, so that two commands on one home never start two daemons. `stop()` ends the daemon this command started,
+    gracefully (SIGTERM to the daemon alone: its code server finishes the runs it launched, another command's
+    included, before exiting) and marks its heartbeat stale, so that a command still waiting on queued runs starts
+    its own daemon at its next poll instead of waiting on a stopped one."""
+
+    def __init__(self, instance, log: Callable[[str], None] = print) -> None:
+        self.instance = instance
+        self.log = log
+        self.process: subprocess.Popen | None = None
+        self.log_file = Path(os.environ["DAGSTER_HOME"]) / DAEMON_LOG
+
+    def ensure(self) -> None:
+        if daemon_alive(self.instance):
+            return
+        if self.process is not None and self.process.poll() is not None:
+            self._started_badly("exited")
+        from tokenledger.publish.versions import exclusive
+
+        with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".daemon.lock"):
+            if daemon_alive(self.instance):
+                return
+            if self.process is None:
+                self.log("starting the Dagster daemon for this home (none was running); it stops when the runs "
+                         "are done")
+                # The daemon loads the code location by module from the instance's workspace file (as `tokenledger
+                # ui`), from any folder, an installed package's as a checkout's. Its output (and its runs' console
+                # logs) goes to a file: a pipe nobody reads would fill and stall it. A session of its own: the
+                # terminal's Ctrl-C reaches this command, which stops the daemon after asking its runs to stop.
+                with self.log_file.open("ab") as sink:
+                    self.process = subprocess.Popen(
+                        [sys.executable, "-m", "dagster._daemon", "run", "--log-level", "warning",
+                         "-w", str(workspace_file(Path(self.instance.root_directory)))],
+                        start_new_session=True, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+            deadline = time.monotonic() + DAEMON_START_S
+            while not daemon_alive(self.instance):
+                if self.process.poll() is not None:
+                    self._started_badly("exited at start")
+                if time.monotonic() > deadline:
+                    raise EnvironmentProblem(f"the Dagster daemon sent no heartbeat within {DAEMON_START_S:.0f} s: "
+                                             "check the instance's storage (DAGSTER_HOME's dagster.yaml) and "
+                                             f"{self.log_file}, or run without --parallel")
+                time.sleep(POLL_S)
+
+    def _started_badly(self, what: str) -> None:
+        said = self.log_file.read_text(errors="replace").strip().splitlines()[-2:]
+        raise EnvironmentProblem(f"the Dagster daemon that dequeues submitted runs {what} ("
+                                 + " / ".join(line.strip() for line in said) + f"; all of it in {self.log_file}): "
+                                 "fix what it says, or run without --parallel")
+
+    def stop(self, grace_s: float = 60.0) -> None:
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        # Its last heartbeat would read as a live daemon for DAEMON_FRESH_S: a daemon still serving the instance
+        # writes a new one within its interval.
+        with contextlib.suppress(Exception):
+            self.instance.wipe_daemon_heartbeats()
+
+
+@contextmanager
+def workspace(instance) -> Iterator[Any]:
+    """The project's code location as the instance's daemon and UI load it (its module, named CODE_LOCATION)."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import ModuleTarget
+
+    target = ModuleTarget(module_name=DEFINITIONS_MODULE, attribute=None, working_directory=None,
+                          location_name=CODE_LOCATION)
+    with WorkspaceProcessContext(instance, target,
+                                 code_server_log_level="WARNING") as context:
+        request = context.create_request_context()
+        errors = request.get_code_location_error(CODE_LOCATION)
+        if errors:
+            raise EnvironmentProblem(f"the code location {CODE_LOCATION} did not load: {errors.message.strip()}")
+        yield context
+
+
+def submit(instance, context, tags: Mapping[str, str], run_config: Mapping[str, Any]) -> str:
+    """Create a run of the daily job with `tags` and submit it to the instance's run coordinator; its run id."""
+    from dagster._core.definitions.selector import JobSubsetSelector
+
+    request = context.create_request_context()
+    location = request.get_code_location(CODE_LOCATION)
+    repository = next(iter(location.get_repositories().values()))
+    selector = JobSubsetSelector(location_name=location.name, repository_name=repository.name, job_name=JOB,
+                                 op_selection=None)
+    remote_job = location.get_job(selector)
+    plan = location.get_execution_plan(remote_job, run_config, step_keys_to_execute=None, known_state=None,
+                                       instance=instance)
+    run = instance.create_run(
+        job_name=JOB, run_id=None, run_config=run_config, resolved_op_selection=None,
+        step_keys_to_execute=plan.execution_plan_snapshot.step_keys_to_execute, op_selection=None, status=None,
+        root_run_id=None, parent_run_id=None, tags={**remote_job.tags, **tags}, job_snapshot=remote_job.job_snapshot,
+        execution_plan_snapshot=plan.execution_plan_snapshot, parent_job_snapshot=remote_job.parent_job_snapshot,
+        remote_job_origin=remote_job.get_remote_origin(), job_code_origin=remote_job.get_python_origin(),
+        asset_selection=None, asset_check_selection=None, asset_graph=repository.asset_graph)
+    instance.submit_run(run.run_id, request)
+    return run.run_id
+
+
+class Watcher:
+    """Follows submitted runs through the instance: prints a line per finished step, returns finished runs."""
+
+    def __init__(self, instance, write=print) -> None:
+        self.instance = instance
+        self.write = write
+        self.cursors: dict[str, int | None] = {}
+        self.labels: dict[str, str] = {}
+        self.started = time.monotonic()
+
+    def follow(self, run_id: str, label: str) -> None:
+        self.cursors[run_id] = None
+        self.labels[run_id] = label
+
+    @property
+    def pending(self) -> int:
+        return len(self.cursors)
+
+    def poll(self) -> list[tuple[str, SubmittedResult]]:
+        """One look at every followed run: new step lines printed; the runs that finished since, with results."""
+        from dagster import DagsterEventType
+        from dagster._core.storage.dagster_run import FINISHED_STATUSES, DagsterRunStatus
+
+        finished = []
+        for run_id in list(self.cursors):
+            run = self.instance.get_run_by_id(run_id)  # before the steps: a finished run's steps are all recorded
+            steps = self.instance.get_records_for_run(
+                run_id, cursor=self.cursors[run_id], of_type={DagsterEventType.STEP_SUCCESS,
+                                                              DagsterEventType.STEP_FAILURE})
+            if steps.records:
+                self.cursors[run_id] = steps.cursor
+            for record in sorted(steps.records, key=lambda r: r.storage_id):
+                event = record.event_log_entry.dagster_event
+                step = (event.step_key or "").replace("__", "/")
+                self.write(f"    {time.monotonic() - self.started:7.1f} s  {self.labels[run_id]}  {step} "
+                           f"{_STEP_END[event.event_type_value]}")
+            if run is not None and run.status in FINISHED_STATUSES:
+                events = [entry.dagster_event for entry in self.instance.all_logs(run_id) if entry.dagster_event]
+                finished.append((self.labels.pop(run_id), SubmittedResult(
+                    run_id, run.status == DagsterRunStatus.SUCCESS, events)))
+                del self.cursors[run_id]
+        return finished
+
+
+def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_config: Mapping[str, Any],
+                  published: Callable[[date, date, Any], None], failed: dict[date, list[str]],
+                  failure_messages: Callable[[Any], list[str]]) -> None:
+    """Submit the runs of `chunks`, keeping at most `parallel` of them unfinished, until every day is published or
+    failed. A ranged run that fails published nothing: its days are submitted again, one run each (the rule of
+    `tokenledger run`). `published(first, last, result)` is called per successful run; a failed day's messages go
+    into `failed`."""
+    waiting = deque(chunks)
+    spans: dict[str, tuple[date, date]] = {}
+    daemon = QueueDaemon(instance, log=lambda text: print(text, flush=True))
+    with workspace(instance) as context:
+        watcher = Watcher(instance, write=lambda text: print(text, flush=True))
+        try:
+            while waiting or watcher.pending:
+                daemon.ensure()
+                while waiting and watcher.pending < parallel:
+                    first, last = waiting.popleft()
+                    label = _label(first, last)
+                    run_id = submit(instance, context, span_tags(first, last), run_config)
+                    spans[label] = (first, last)
+                    watcher.follow(run_id, label)
+                    print(f"{label}  submitted as run {run_id[:8]}" + (
+                        "" if first == last else f" ({(last - first).days + 1} days, one run)"), flush=True)
+                for label, result in watcher.poll():
+                    first, last = spans.pop(label)
+                    if result.success:
+                        published(first, last, result)
+                    elif first != last:
+                        print(f"{label}  a day failed in the ranged run, so none of it was published: running its "
+                              "days one by one to publish the good ones and name the failed ones", flush=True)
+                        waiting.extend((day, day) for day in _days(first, last))
+                    else:
+                        failed[first] = failure_messages(result) or [_ended(result)]
+                        print(f"{first}  FAILED")
+                        for message in failed[first]:
+                            print("    " + message.replace("\n", "\n    "))
+                time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            for run_id in list(watcher.cursors):
+                with contextlib.suppress(Exception):
+                    instance.run_coordinator.cancel_run(run_id)
+            print(f"interrupted: {len(watcher.cursors)} submitted run(s) asked to stop; nothing of them is published "
+                  "unless it finished", flush=True)
+            raise
+        finally:
+            daemon.stop()
+
+
+def _ended(result: SubmittedResult) -> str:
+    """Why a run failed when none of its steps said so: its process died (killed, out of memory), as the code
+    server or the run monitoring recorded it, or else where to look."""
+    import re
+
+    for event in result.all_events:
+        found = re.search(r"(terminated by signal (\d+) \((\w+)\)|unexpectedly exited with code (-?\d+))",
+                          event.message or "")
+        if found:
+            how = (f"signal {found.group(2)}, {found.group(3)}" if found.group(2) else f"exit code {found.group(4)}")
+            return (f"run {result.run_id[:8]}: its process ended without finishing ({how}: killed, or out of "
+                    "memory); nothing of its days was published. Re-run them; its event log is in the Dagster UI "
+                    "(tokenledger ui).")
+    return f"run {result.run_id[:8]} failed; open the Dagster UI (tokenledger ui) for its event log"
+
+
+def _label(first: date, last: date) -> str:
+    return first.isoformat() if first == last else f"{first}...{last}"
+
+
+def _days(first: date, last: date) -> list[date]:
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]

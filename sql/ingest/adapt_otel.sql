@@ -1,0 +1,87 @@
+-- OTLP JSON spans (sql/ingest/otel_spans.sql), typed by data_contracts/inputs/source_otel.odcs.yaml (the relation "checked"
+-- below), mapped onto the gateway_request contract as text and kinds: one GenAI model-call span is one request,
+-- its span id the request id (the copies of a span the exporter wrote twice, on other lines, are merged by the
+-- day's de-duplication). Every other span, and a line with no span, is counted as not a request. Each choice is
+-- explained in tokenledger/ingest/adapters/otel.py.
+WITH r AS (
+    SELECT
+        *,
+        line_problem IS NULL AND (
+            spans = 'none'
+            OR (operation_name IS NOT NULL AND operation_name NOT IN ('chat', 'text_completion', 'generate_content'))
+            OR (operation_name IS NULL AND input_tokens IS NULL AND output_tokens IS NULL
+                AND coalesce(request_model, response_model) IS NULL)
+        ) AS not_request,
+        coalesce(status_code IN ('2', 'STATUS_CODE_ERROR'), false) AS failed
+    FROM ({checked})
+), s AS (
+    SELECT
+        *,
+        -- a span id twice within one line (one export request) is a broken export, not a retry: the copies after
+        -- the first are quarantined (a retry repeats the whole line, and its copies are merged)
+        NOT not_request AND line_problem IS NULL AND spanId IS NOT NULL
+            AND row_number() OVER (PARTITION BY source_line, spanId ORDER BY (SELECT NULL)) > 1 AS repeated
+    FROM r
+)
+SELECT
+    source_line,
+    line_problem,
+    not_request,
+    NULL::VARCHAR AS source_note,
+    CASE
+        WHEN line_problem IS NOT NULL THEN NULL
+        WHEN not_request AND spans = 'none'
+            THEN 'not a request record: the line is an export request with no span (resourceSpans empty or absent); '
+                 'counted here, never accounted'
+        WHEN not_request AND operation_name IS NOT NULL
+            THEN format('not a request record: span {} is a gen_ai.operation.name {} span (only chat, '
+                        'text_completion and generate_content spans are model calls); counted here, never accounted',
+                        coalesce(spanId, '?'), left(operation_name, 64))
+        WHEN not_request
+            THEN format('not a request record: span {} ({}) has no gen_ai.* model or usage attribute: not a model '
+                        'call; counted here, never accounted', coalesce(spanId, '?'), coalesce(left(name, 64), 'unnamed'))
+        WHEN reason IS NOT NULL THEN format('span {}: {}', coalesce(spanId, '?'), reason)
+        WHEN repeated
+            THEN format('spanId: {} appears more than once in this line (one export request); the first copy is '
+                        'accounted', spanId)
+        WHEN coalesce(response_model, request_model) IS NULL
+            THEN format('span {}: gen_ai.response.model and gen_ai.request.model: both missing, so the call has no '
+                        'model to account it by', spanId)
+        WHEN NOT failed AND (input_tokens IS NULL OR output_tokens IS NULL)
+            THEN format('span {}: gen_ai.usage.input_tokens and gen_ai.usage.output_tokens: required on a call that '
+                        'did not fail, or its tokens are unknown', spanId)
+    END AS source_reason,
+    raw AS source_raw,
+    spanId AS request_id__text, 'string' AS request_id__kind,
+    startTimeUnixNano::VARCHAR AS received_at__text, NULL::VARCHAR AS received_at__kind,
+    coalesce(response_model, request_model) AS model__text, 'string' AS model__kind,
+    NULL::VARCHAR AS deployment_id__text, NULL::VARCHAR AS deployment_id__kind,
+    coalesce(nullif(service_name, ''), 'unattributed') AS tenant_id__text, 'string' AS tenant_id__kind,
+    conversation_id AS session_id__text, 'string' AS session_id__kind,
+    CASE
+        WHEN NOT failed THEN 'ok'
+        WHEN error_type ILIKE '%rate_limit%' OR error_type ILIKE '%ratelimit%' OR error_type = '429' THEN 'rejected'
+        WHEN error_type ILIKE '%timeout%' THEN 'timeout'
+        ELSE 'error'
+    END AS status__text, 'string' AS status__kind,
+    coalesce(input_tokens, 0)::VARCHAR AS input_tokens__text, 'integer' AS input_tokens__kind,
+    coalesce(cache_read_tokens, 0)::VARCHAR AS cached_input_tokens__text, 'integer' AS cached_input_tokens__kind,
+    cache_creation_tokens::VARCHAR AS cache_write_tokens__text, 'integer' AS cache_write_tokens__kind,
+    NULL::VARCHAR AS cache_write_1h_tokens__text, NULL::VARCHAR AS cache_write_1h_tokens__kind,
+    coalesce(output_tokens, 0)::VARCHAR AS output_tokens__text, 'integer' AS output_tokens__kind,
+    reasoning_tokens::VARCHAR AS reasoning_tokens__text, 'integer' AS reasoning_tokens__kind,
+    -- a span times the whole call but not its first token: latency is not judged (latency_measured false)
+    NULL::VARCHAR AS ttft_ms__text, NULL::VARCHAR AS ttft_ms__kind,
+    ((epoch_us(endTimeUnixNano) - epoch_us(startTimeUnixNano)) / 1000.0)::VARCHAR AS e2e_ms__text, 'float' AS e2e_ms__kind,
+    NULL::VARCHAR AS queue_ms__text, NULL::VARCHAR AS queue_ms__kind,
+    NULL::VARCHAR AS itl_max_ms__text, NULL::VARCHAR AS itl_max_ms__kind,
+    NULL::VARCHAR AS http_status__text, NULL::VARCHAR AS http_status__kind,
+    CASE WHEN failed THEN error_type END AS error_type__text, 'string' AS error_type__kind,
+    NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
+    'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
+    NULL::VARCHAR AS prefix_block_hashes__text, NULL::VARCHAR AS prefix_block_hashes__kind,
+    CASE WHEN service_tier = 'default' THEN 'standard'
+         WHEN service_tier IN ('flex', 'priority') THEN service_tier END AS service_tier__text,
+    'string' AS service_tier__kind,
+    NULL::VARCHAR AS inference_region__text, NULL::VARCHAR AS inference_region__kind
+FROM s

@@ -1,0 +1,243 @@
+"""What a run holds while it lives, and what a later run cleans up after one that was killed.
+
+- **Day locks.** A run holds an exclusive lock per UTC day it computes (`.locks/day=YYYY-MM-DD.lock`, or with the
+  Postgres instance an advisory lock of the database, shared by every machine) from its start to its end, so two
+  runs of one day never interleave their lake files: the second waits, then recomputes the day whole. Days are
+  locked in order, so ranged runs that overlap cannot deadlock. The kernel (or the database, when the connection
+  drops) releases the locks of a process that dies, so a killed run never blocks the next one.
+- **Liveness.** A step's scratch folder (`tmp/step-*`) holds a lock file for as long as the step runs; a run
+  records its process in `.locks/runs/<run_id>.json`; temporary files carry their writer's process id in their
+  name. Anything whose owner is gone is an orphan.
+- **Cleaning.** At the start of every run (and of `tokenledger run`) orphans are removed: scratch folders and
+  staging folders of dead processes, temporary files of dead processes in the lake folders of the run's days and
+  in the reports folder, and the Dagster runs of dead processes still marked as started are marked failed, with
+  a message saying the process was killed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import date
+from pathlib import Path
+from typing import IO, Any
+
+from tokenledger.storage.layout import HomeLayout
+
+STEP_LOCK = ".in-use.lock"
+_PID = re.compile(r"(?:^|[.-])pid(\d+)(?:[.-]|$)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_tag() -> str:
+    """The part of a temporary name that says which process writes it (see `lake.temporary_name`)."""
+    return f"pid{os.getpid()}"
+
+
+def _pid_in_name(name: str) -> int | None:
+    """The writer's process id in a temporary name (`...pid<pid>...`), if any."""
+    match = _PID.search(name)
+    return int(match.group(1)) if match else None
+
+
+# --- locks ---------------------------------------------------------------------------------------------------------
+
+# The Postgres instance's URL (docs/operations.md): when set, day locks are the database's advisory locks.
+POSTGRES_URL_ENV = "TOKENLEDGER_DAGSTER_POSTGRES_URL"
+
+
+def postgres_url() -> str | None:
+    """The Postgres instance's URL from the environment, or None for the SQLite default."""
+    return os.environ.get(POSTGRES_URL_ENV) or None
+
+
+def _lock(path: Path, blocking: bool = True) -> IO[str] | None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+@contextmanager
+def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None) -> Iterator[None]:
+    """Hold the lock of every day in `days` (in date order); `waiting(day)` is called before blocking on one.
+
+    With the Postgres instance (TOKENLEDGER_DAGSTER_POSTGRES_URL), the locks are the database's advisory locks,
+    which every machine of a deployment shares; otherwise lock files in the home, which every process of one
+    machine shares."""
+    if url := postgres_url():
+        with _advisory_day_locks(url, layout, days, waiting):
+            yield
+        return
+    with ExitStack() as stack:
+        for day in sorted(set(days)):
+            path = layout.locks / f"day={day.isoformat()}.lock"
+            handle = _lock(path, blocking=False)
+            if handle is None:
+                if waiting:
+                    waiting(day)
+                handle = _lock(path)
+            stack.callback(handle.close)
+        yield
+
+
+def advisory_key(layout: HomeLayout, day: date) -> int:
+    """The advisory lock of a home's day: a signed 64-bit number from the home as users name it and the day."""
+    digest = hashlib.sha256(f"tokenledger day lock {layout.name} {day.isoformat()}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextmanager
+def _advisory_day_locks(url: str, layout: HomeLayout, days: Iterable[date], waiting: Any) -> Iterator[None]:
+    """Session advisory locks on a connection of this process's own: released when the block ends, or by the server
+    when the process dies and its connection drops."""
+    import psycopg2
+
+    connection = psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1))
+    try:
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            for day in sorted(set(days)):
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", (advisory_key(layout, day),))
+                if not cursor.fetchone()[0]:
+                    if waiting:
+                        waiting(day)
+                    cursor.execute("SELECT pg_advisory_lock(%s)", (advisory_key(layout, day),))
+        yield
+    finally:
+        connection.close()
+
+
+@contextmanager
+def step_scratch(folder: Path) -> Iterator[Path]:
+    """A scratch folder marked as in use for as long as the block runs, removed afterwards."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = _lock(folder / STEP_LOCK)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if handle:
+            handle.close()
+
+
+def register_run(layout: HomeLayout, run_id: str) -> Path:
+    """Record that this process executes `run_id`, so that a later run can tell if it was killed."""
+    path = layout.locks / "runs" / f"{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname()}))
+    return path
+
+
+# --- cleaning ------------------------------------------------------------------------------------------------------
+
+def _orphan_folders(parent: Path) -> list[Path]:
+    """Scratch folders whose step lock is free (their step is gone) and staging folders of dead processes."""
+    if not parent.is_dir():
+        return []
+    orphans = []
+    for folder in parent.iterdir():
+        if not folder.is_dir():
+            continue
+        lock = folder / STEP_LOCK
+        if lock.exists():
+            handle = _lock(lock, blocking=False)
+            if handle is not None:
+                handle.close()
+                orphans.append(folder)
+        elif (pid := _pid_in_name(folder.name)) is not None and not _alive(pid):
+            orphans.append(folder)
+    return orphans
+
+
+def _orphan_temporary_files(folders: Iterable[Path]) -> list[Path]:
+    found = []
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if path.name.endswith(".tmp") and (pid := _pid_in_name(path.name)) is not None and not _alive(pid):
+                found.append(path)
+    return found
+
+
+def _day_folders(layout: HomeLayout, days: Iterable[date]) -> list[Path]:
+    """The lake folders of the days: where a killed step of those days left its temporary files."""
+    names = {f"day={d.isoformat()}" for d in days}
+    if not names or not layout.lake.is_dir():
+        return []
+    return [table / name for schema in layout.lake.iterdir() if schema.is_dir()
+            for table in schema.iterdir() if table.is_dir() for name in names if (table / name).is_dir()]
+
+
+def clean_orphans(layout: HomeLayout, days: Iterable[date] = ()) -> list[Path]:
+    """Remove what killed runs left behind (see the module's docstring); returns what was removed."""
+    removed = _orphan_folders(layout.scratch) + _orphan_folders(layout.published / "staging")
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    files = _orphan_temporary_files([*_day_folders(layout, days), layout.reports, layout.published,
+                                     layout.exports.parent])
+    for path in files:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return removed + files
+
+
+def dead_runs(layout: HomeLayout) -> list[dict[str, Any]]:
+    """Runs recorded on this host whose process is gone (killed, or the machine restarted)."""
+    folder = layout.locks / "runs"
+    if not folder.is_dir():
+        return []
+    host = socket.gethostname()
+    found = []
+    for path in folder.glob("*.json"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if record.get("host") == host and not _alive(int(record.get("pid", 0))):
+            found.append({**record, "file": path})
+    return found
+
+
+def fail_dead_runs(layout: HomeLayout, instance: Any) -> list[str]:
+    """Mark the Dagster runs of dead processes that are still 'started' as failed; returns their ids."""
+    from dagster import DagsterRunStatus
+
+    failed = []
+    for record in dead_runs(layout):
+        run = instance.get_run_by_id(record["run_id"])
+        if run is not None and run.status in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING,
+                                              DagsterRunStatus.CANCELING):
+            instance.report_run_failed(run, message=f"process {record['pid']} on {record['host']} ended without "
+                                                     "finishing this run (killed, or the machine restarted); "
+                                                     "tokenledger marked it failed when the next run started. "
+                                                     "A day is published in one step or not at all, so the "
+                                                     "published days are whole either way.")
+            failed.append(record["run_id"])
+        record["file"].unlink(missing_ok=True)
+    return failed
+

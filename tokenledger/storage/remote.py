@@ -1,0 +1,443 @@
+"""A home on object storage: `TOKENLEDGER_HOME=s3://bucket/prefix` (any S3 API: AWS, MinIO, Ceph, moto...).
+
+The bucket holds the home: raw/ and config/ as a user lands them, lake/ (each step's tables, per table and day),
+and the published versions. Every process that runs a step works in a local copy of the part it needs, its *work
+folder* (`TOKENLEDGER_WORK_DIR`, by default under ~/.cache/tokenledger/), so the request-level SQL reads local
+files with DuckDB's own readers, as on a local home:
+
+- before a step (the ledger resource's set-up): config/, the run's days of raw/, raw/billing, raw/loadtest and
+  raw/traces, the lake files of the run's days, and the published exports and reports are pulled, each file only
+  when the bucket's copy differs from the local one (size and modification time: a downloaded file takes the
+  object's time);
+- after a step: the lake files of the run's days that the step wrote are pushed;
+- publishing uploads the staged files under keys no one else writes, `.published/objects/<commit>/<path>`, then
+  commits by replacing one object, `.published/current.json` (the manifest: every published path and the key
+  holding it), with a conditional put: If-Match the ETag read (If-None-Match: * for the first). Of two publishers
+  that read the same manifest, one wins and the other re-reads and merges its days into the new one. A publisher
+  killed at any point before that put changes nothing readers see; its uploads are collected later.
+- After the commit the published exports and reports are also copied to the plain prefixes `exports/...` and
+  `reports/...` for readers that list a folder (pandas, DuckDB, Spark on `s3://bucket/prefix/exports/<table>`):
+  each file there is replaced whole, but a run of several days appears there file by file; the manifest (and the
+  warehouse views built from it) is what changes in one step.
+
+There is no rename and no lock file on the bucket. Runs of one day on one machine take turns on the work folder's
+day locks (tokenledger/storage/housekeeping.py); across machines, on the Postgres instance's advisory locks.
+Only the S3 API is spoken (boto3, which reads its credentials, region and AWS_ENDPOINT_URL from the environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tokenledger.errors import ConfigError, EnvironmentProblem
+
+SCHEMES = ("s3",)
+WORK_DIR_ENV = "TOKENLEDGER_WORK_DIR"
+PUBLISHED = ".published"
+CURRENT_KEY = f"{PUBLISHED}/current.json"
+OBJECTS = f"{PUBLISHED}/objects"
+# An upload no manifest references is removed once this old: a publisher is never this slow between its uploads and
+# its commit, and a reader holding a replaced manifest has long finished.
+UNREFERENCED_KEEP_S = 24 * 3600
+COMMIT_ATTEMPTS = 20
+TRANSFER_THREADS = 8
+
+
+def is_remote(home: str | os.PathLike) -> bool:
+    return isinstance(home, str) and bool(re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", home))
+
+
+class Conflict(Exception):
+    """A conditional put lost: the object changed since it was read."""
+
+
+@dataclass(frozen=True)
+class RemoteObject:
+    size: int
+    mtime: float  # the object's LastModified, seconds since the epoch (whole seconds)
+    etag: str
+
+
+@dataclass(frozen=True)
+class RemoteHome:
+    """An S3 bucket and prefix holding a home; paths are relative to the prefix (`raw/gateway/dt=.../x.jsonl`)."""
+
+    url: str
+    bucket: str
+    prefix: str
+    _client: list = field(default_factory=list, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, url: str) -> RemoteHome:
+        match = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]+)/?(.*)$", url)
+        if not match or match.group(1).lower() not in SCHEMES:
+            raise ConfigError(f"TOKENLEDGER_HOME={url!r}: a home is a local folder or s3://bucket/prefix (any S3 "
+                              "API; set AWS_ENDPOINT_URL for one that is not AWS)")
+        return cls(url.rstrip("/"), match.group(2), match.group(3).strip("/"))
+
+    def key(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def where(self, relative: str = "") -> str:
+        return f"s3://{self.bucket}/{self.key(relative)}"
+
+    @property
+    def client(self) -> Any:
+        if not self._client:
+            try:
+                import boto3
+                from botocore.config import Config
+            except ImportError:
+                raise ConfigError(f"the home {self.url} is on object storage, which needs boto3: pip install "
+                                  "'tokenledger[s3]'") from None
+            self._client.append(boto3.client("s3", config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                                                                  max_pool_connections=TRANSFER_THREADS * 2)))
+        return self._client[0]
+
+    @contextlib.contextmanager
+    def talking(self, doing: str, relative: str = "") -> Iterator[None]:
+        """Turn what the object store or the network answers into one line naming the bucket and what to check."""
+        from boto3.exceptions import S3TransferFailedError, S3UploadFailedError
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            yield
+        except (ClientError, S3UploadFailedError, S3TransferFailedError) as exc:
+            # boto3's transfers (upload_file, download_file) wrap the server's answer in an error of their own.
+            answer = exc if isinstance(exc, ClientError) else exc.__cause__ or exc.__context__
+            if not isinstance(answer, ClientError):
+                raise EnvironmentProblem(f"the object store failed {doing} {self.where(relative)} ({exc}): check "
+                                         "the bucket, the credentials and AWS_ENDPOINT_URL. Nothing half-written "
+                                         "was published; re-run once it is fixed.") from None
+            raise self._refused(answer, doing, relative) from None
+        except BotoCoreError as exc:
+            raise EnvironmentProblem(f"cannot reach the object store while {doing} {self.where(relative)} ({exc}): "
+                                     "check AWS_ENDPOINT_URL, the network and the credentials; nothing half-written "
+                                     "was published, re-run once it answers.") from None
+
+    def _refused(self, exc: Any, doing: str, relative: str) -> Exception:
+        error = exc.response.get("Error", {})
+        code, status = error.get("Code", "?"), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
+            return Conflict(relative)
+        denied = "the credentials may not do this: check AWS_ACCESS_KEY_ID / AWS_PROFILE and the bucket's policy"
+        hint = {"NoSuchBucket": "the bucket does not exist: create it or correct TOKENLEDGER_HOME",
+                "AccessDenied": denied, "403": denied,  # a HEAD request's refusal has no body, so no code
+                "InvalidAccessKeyId": "the access key is unknown to the server: check AWS_ACCESS_KEY_ID",
+                "SignatureDoesNotMatch": "the secret key is wrong: check AWS_SECRET_ACCESS_KEY"}.get(
+            code, "check the bucket, the credentials and AWS_ENDPOINT_URL")
+        return EnvironmentProblem(f"the object store refused {doing} {self.where(relative)} ({code}"
+                                  f"{f', HTTP {status}' if status else ''}: {error.get('Message', '')}): {hint}. "
+                                  "Nothing half-written was published; re-run once it is fixed.")
+
+    # --- objects -----------------------------------------------------------------------------------------------
+
+    def list(self, relative_prefix: str) -> dict[str, RemoteObject]:
+        """Every object under `relative_prefix` (a folder: give its trailing '/'), by path relative to the home."""
+        found = {}
+        start = len(self.key(""))
+        with self.talking("listing", relative_prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=self.key(relative_prefix)):
+                for item in page.get("Contents", []):
+                    found[item["Key"][start:]] = RemoteObject(item["Size"], item["LastModified"].timestamp(),
+                                                              item["ETag"])
+        return found
+
+    def folders(self, relative_prefix: str) -> list[str]:
+        """The names of the 'folders' right under `relative_prefix` (which ends with '/')."""
+        names = []
+        with self.talking("listing", relative_prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=self.key(relative_prefix), Delimiter="/"):
+                names += [p["Prefix"][len(self.key(relative_prefix)):].rstrip("/")
+                          for p in page.get("CommonPrefixes", [])]
+        return names
+
+    def download(self, relative: str, target: Path, known: RemoteObject | None = None) -> None:
+        """The object to `target`, replaced whole (a temporary name, then a rename), with the object's time."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            with self.talking("reading", relative):
+                self.client.download_file(self.bucket, self.key(relative), str(tmp))
+                stamp = known.mtime if known else self.client.head_object(
+                    Bucket=self.bucket, Key=self.key(relative))["LastModified"].timestamp()
+            os.utime(tmp, (stamp, stamp))
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def upload(self, source: Path, relative: str) -> RemoteObject:
+        with self.talking("writing", relative):
+            self.client.upload_file(str(source), self.bucket, self.key(relative))
+            head = self.client.head_object(Bucket=self.bucket, Key=self.key(relative))
+        return RemoteObject(head["ContentLength"], head["LastModified"].timestamp(), head["ETag"])
+
+    def get(self, relative: str) -> tuple[bytes, str] | None:
+        """The object's bytes and ETag, None when there is none."""
+        with self.talking("reading", relative):
+            try:
+                got = self.client.get_object(Bucket=self.bucket, Key=self.key(relative))
+            except self.client.exceptions.NoSuchKey:
+                return None
+            return got["Body"].read(), got["ETag"]
+
+    def etag(self, relative: str) -> str | None:
+        """The object's ETag (a HEAD request: nothing downloaded), None when there is none."""
+        from botocore.exceptions import ClientError
+
+        with self.talking("reading", relative):
+            try:
+                return self.client.head_object(Bucket=self.bucket, Key=self.key(relative))["ETag"]
+            except ClientError as exc:
+                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                    return None
+                raise
+
+    def put(self, relative: str, body: bytes, *, if_match: str | None = None, if_absent: bool = False) -> str:
+        """Write the object, only if it is still the version `if_match` names (or, `if_absent`, if there is none):
+        raises Conflict when it is not. Returns the new ETag."""
+        condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"} if if_absent else {}
+        with self.talking("writing", relative):
+            return self.client.put_object(Bucket=self.bucket, Key=self.key(relative), Body=body, **condition)["ETag"]
+
+    def copy(self, source: str, relative: str) -> None:
+        with self.talking("copying to", relative):
+            self.client.copy_object(Bucket=self.bucket, Key=self.key(relative),
+                                    CopySource={"Bucket": self.bucket, "Key": self.key(source)})
+
+    def delete(self, relatives: Iterable[str]) -> None:
+        keys = [{"Key": self.key(r)} for r in relatives]
+        with self.talking("deleting under", PUBLISHED):
+            for start in range(0, len(keys), 1000):
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[start:start + 1000],
+                                                                       "Quiet": True})
+
+
+def work_dir(remote: RemoteHome) -> Path:
+    """The local work folder of a remote home: TOKENLEDGER_WORK_DIR, else one per bucket and prefix in the cache."""
+    if os.environ.get(WORK_DIR_ENV):
+        return Path(os.environ[WORK_DIR_ENV]).expanduser().absolute()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{remote.bucket}/{remote.prefix}".strip("/"))
+    digest = hashlib.sha256(remote.url.encode()).hexdigest()[:8]
+    return cache / "tokenledger" / f"{name}-{digest}"
+
+
+# --- mirroring ---------------------------------------------------------------------------------------------------
+
+def _same(local: Path, remote: RemoteObject) -> bool:
+    try:
+        stat = local.stat()
+    except OSError:
+        return False
+    return stat.st_size == remote.size and stat.st_mtime == remote.mtime
+
+
+def _each(work: Iterable[Any], do: Any) -> None:
+    with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+        for _ in pool.map(do, list(work)):
+            pass
+
+
+def pull(remote: RemoteHome, root: Path, relative_prefix: str, exact: bool = True) -> int:
+    """Make the local folder `root/relative_prefix` hold what the bucket holds there: files that differ are
+    downloaded and, with `exact`, files the bucket no longer has are removed. Returns the files downloaded."""
+    objects = remote.list(relative_prefix)
+    stale = [(rel, obj) for rel, obj in objects.items() if not rel.endswith("/") and not _same(root / rel, obj)]
+    _each(stale, lambda item: remote.download(item[0], root / item[0], item[1]))
+    folder = root / relative_prefix
+    if exact and folder.is_dir():
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.name.endswith(".tmp") and str(path.relative_to(root)) not in objects:
+                path.unlink(missing_ok=True)
+    return len(stale)
+
+
+def push(remote: RemoteHome, root: Path, files: Iterable[Path], listed: dict[str, RemoteObject] | None = None) -> int:
+    """Upload the local files under `root` that differ from the bucket's copy (`listed`, when the caller has listed
+    their folders already); the local copy then takes the object's time, so the next pull or push knows them equal.
+    Returns the files uploaded."""
+    files = [f for f in files if f.is_file()]
+    if not files:
+        return 0
+    if listed is None:
+        listed = {}
+        for folder in {str(f.parent.relative_to(root)) for f in files}:
+            listed.update(remote.list(folder + "/"))
+    changed = [f for f in files if not ((rel := str(f.relative_to(root))) in listed and _same(f, listed[rel]))]
+
+    def one(path: Path) -> None:
+        stamp = remote.upload(path, str(path.relative_to(root))).mtime
+        os.utime(path, (stamp, stamp))
+
+    _each(changed, one)
+    return len(changed)
+
+
+# --- publishing --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a remote home has published: every published path and the object holding it."""
+
+    version: int
+    files: dict[str, dict[str, Any]]
+    etag: str | None = None
+
+    def keys(self) -> set[str]:
+        return {entry["key"] for entry in self.files.values()}
+
+
+def current_manifest(remote: RemoteHome) -> Manifest:
+    got = remote.get(CURRENT_KEY)
+    if got is None:
+        return Manifest(0, {})
+    body, etag = got
+    data = json.loads(body)
+    return Manifest(int(data["version"]), data["files"], etag)
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None,
+           before_switch: Callable[[], None] | None = None) -> Manifest:
+    """Publish `staged` (path in the version -> local file) on top of what the bucket has published.
+
+    The files are uploaded under this commit's own keys, then the manifest is replaced with a conditional put. When
+    another publisher committed in between, the manifest is read again and the files merged into it (at most
+    COMMIT_ATTEMPTS times); with `expect_version`, the commit instead raises Conflict when the published version is
+    no longer that one (a table built from every published day must be built again). Returns the new manifest."""
+    from tokenledger.faults import failpoint
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    commit_id = f"{stamp}-{uuid.uuid4().hex[:12]}"
+    entries: dict[str, dict[str, Any]] = {}
+
+    def upload(item: tuple[str, Path]) -> None:
+        relative, path = item
+        key = f"{OBJECTS}/{commit_id}/{relative}"
+        remote.upload(path, key)
+        entries[relative] = {"key": key, "size": path.stat().st_size, "sha256": _sha256(path)}
+
+    items = sorted(staged.items())
+    _each(items[: len(items) // 2], upload)
+    failpoint("publish:linking")
+    _each(items[len(items) // 2:], upload)
+    for attempt in range(COMMIT_ATTEMPTS):
+        base = current_manifest(remote)
+        if expect_version is not None and base.version != expect_version:
+            raise Conflict(CURRENT_KEY)
+        new = Manifest(base.version + 1, {**base.files, **entries})
+        body = json.dumps({"version": new.version, "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                           "commit": commit_id, "files": new.files}, indent=1, sort_keys=True).encode()
+        if before_switch:  # each attempt at the conditional put (benchmarks/commits.py counts them)
+            before_switch()
+        failpoint("publish:before-switch")
+        try:
+            etag = remote.put(CURRENT_KEY, body, if_match=base.etag, if_absent=base.etag is None)
+        except Conflict:
+            if expect_version is not None:
+                raise
+            time.sleep(min(0.05 * 2 ** attempt, 2.0))
+            continue
+        failpoint("publish:after-switch")
+        return Manifest(new.version, new.files, etag)
+    raise EnvironmentProblem(f"could not publish to {remote.where(CURRENT_KEY)}: it changed under each of "
+                             f"{COMMIT_ATTEMPTS} attempts (many runs publishing at once); re-run the days.")
+
+
+def mirror_plain_prefixes(remote: RemoteHome, manifest: Manifest, relatives: Iterable[str]) -> None:
+    """Copy the committed files of `relatives` under exports/ and reports/ to their plain keys, for folder readers."""
+    wanted = [r for r in relatives if r.split("/", 1)[0] in ("exports", "reports") and r in manifest.files]
+    _each(wanted, lambda r: remote.copy(manifest.files[r]["key"], r))
+
+
+def collect(remote: RemoteHome, manifest: Manifest, now: float | None = None) -> int:
+    """Remove uploads no published version references, once UNREFERENCED_KEEP_S old; returns how many."""
+    now = time.time() if now is None else now
+    referenced = manifest.keys()
+    old = [rel for rel, obj in remote.list(f"{OBJECTS}/").items()
+           if rel not in referenced and now - obj.mtime > UNREFERENCED_KEEP_S]
+    if old:
+        remote.delete(old)
+    return len(old)
+
+
+# --- a step's work folder ----------------------------------------------------------------------------------------
+
+# raw/ folders that are not request sources by day (pulled whole).
+WHOLE_RAW = ("billing", "loadtest", "traces")
+
+
+def pull_for_run(layout: Any, days: Iterable[Any]) -> None:
+    """What a step of the run's `days` reads, into the work folder: config/, the days' request logs, the bill, the
+    load tests and traces, the days' lake files, and the published exports and reports (module docstring)."""
+    from tokenledger.publish.versions import pull_published
+
+    remote, root = layout.remote, layout.home
+    names = [f"dt={day.isoformat()}" for day in days]
+    pull(remote, root, "config/")
+    for folder in remote.folders("raw/"):
+        if folder in WHOLE_RAW:
+            pull(remote, root, f"raw/{folder}/")
+        else:
+            for name in names:
+                pull(remote, root, f"raw/{folder}/{name}/")
+    # Never exact: a step of this run on this machine may have written a file it has not pushed yet.
+    wanted = {f"day={day.isoformat()}" for day in days}
+    lake = {rel: obj for rel, obj in remote.list("lake/").items() if _lake_day(rel) in wanted or _lake_day(rel) == ""}
+    _each([(rel, obj) for rel, obj in lake.items() if not _same(root / rel, obj)],
+          lambda item: remote.download(item[0], root / item[0], item[1]))
+    pull_published(layout)
+
+
+def push_for_run(layout: Any, days: Iterable[Any]) -> int:
+    """The lake files of the run's days (and the tables kept whole) that this process wrote, to the bucket."""
+    root, wanted = layout.home, {f"day={day.isoformat()}" for day in days}
+    lake = root / "lake"
+    if not lake.is_dir():
+        return 0
+    files = [p for p in lake.rglob("*.parquet") if not p.name.startswith(".")
+             and (_lake_day(str(p.relative_to(root))) in wanted or _lake_day(str(p.relative_to(root))) == "")]
+    return push(layout.remote, root, files, listed=layout.remote.list("lake/"))
+
+
+def _lake_day(relative: str) -> str:
+    """The `day=...` folder of a lake path (lake/<schema>/<table>/day=.../data.parquet); '' for a table kept whole
+    (lake/<schema>/<table>/data.parquet)."""
+    parts = relative.split("/")
+    return parts[3] if len(parts) == 5 else ""
+
+
+# --- reading the bucket ------------------------------------------------------------------------------------------
+
+def arrow_filesystem() -> Any:
+    """pyarrow's S3 filesystem of this environment, for reading a bucket home's exports as Arrow datasets (which
+    DuckDB and pandas query). Its constructor reads the credentials and the region from the environment but not
+    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here."""
+    from urllib.parse import urlparse
+
+    from pyarrow import fs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        return fs.S3FileSystem()
+    parsed = urlparse(endpoint)
+    return fs.S3FileSystem(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")

@@ -1,0 +1,306 @@
+"""docs/tables.md and the field lists of docs/inputs.md, written from the contracts and the table registry.
+
+    python -m tools.docs           rewrite docs/tables.md and the generated blocks of docs/inputs.md
+    python -m tools.docs --check   exit 1, naming the files, when the committed ones differ
+
+A table or input is described once, in its contract (data_contracts/*.odcs.yaml, read by tokenledger.contracts) and
+its registry line (tokenledger/catalog.py): a new contract or column shows up here by re-running this module, and
+tests/test_docs_links.py fails while the committed files lag behind.
+
+docs/inputs.md is hand-written around its field lists: each list sits between
+`<!-- BEGIN GENERATED: fields <contract>[/<table>] -->` and `<!-- END GENERATED -->` and only that part is rewritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from tokenledger.catalog import TABLES, TableRef
+from tokenledger.contracts import Column, Contract, Table, load_contract
+from tokenledger.packaged import contract_ids
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: this tool writes its docs/
+DOCS_DIR = PROJECT_ROOT / "docs"
+TABLES_MD = DOCS_DIR / "tables.md"
+INPUTS_MD = DOCS_DIR / "inputs.md"
+
+# The schemas of tables tokenledger writes, in the order docs/tables.md lists them (published first).
+SCHEMAS = ("quality", "infra", "finance", "focus", "core")
+_SCHEMA_TEXT = {
+    "quality": "What was read, accepted, quarantined and merged, per day and source.",
+    "infra": "Tokens, SLO attainment, goodput, capacity, load and the capacity plan, per model and configuration.",
+    "finance": "What a million tokens cost, who used them, and the bill reconciled. Also as CSV for spreadsheets.",
+    "focus": "The tenant showback once more as a FinOps FOCUS 1.2 cost and usage dataset (FOCUS column names).",
+    "core": "Internal: the typed inputs and intermediate results. Readable through the warehouse's `core` views; "
+            "not a published interface (columns may change between versions).",
+}
+_BLOCK = re.compile(r"(<!-- BEGIN GENERATED: fields (?P<ref>[\w/]+) -->\n)(?P<body>.*?)(<!-- END GENERATED -->)",
+                    re.DOTALL)
+_OTHERS = re.compile(r"(<!-- BEGIN GENERATED: other sources -->\n)(.*?)(<!-- END GENERATED -->)", re.DOTALL)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _rules(col: Column) -> str:
+    """The column's own rules in a few words: ranges, allowed values, pattern, length, numbers accepted as text."""
+    parts = []
+    if col.minimum is not None:
+        parts.append(f">= {_number(col.minimum)}")
+    if col.exclusive_minimum is not None:
+        parts.append(f"> {_number(col.exclusive_minimum)}")
+    if col.maximum is not None:
+        parts.append(f"<= {_number(col.maximum)}")
+    if col.exclusive_maximum is not None:
+        parts.append(f"< {_number(col.exclusive_maximum)}")
+    if col.valid_values:
+        parts.append("one of " + ", ".join(f"`{v}`" for v in col.valid_values))
+    if col.pattern:
+        parts.append(f"matches `{col.pattern}`")
+    if col.max_length:
+        parts.append(f"at most {col.max_length} characters")
+    if col.unique:
+        parts.append("unique")
+    if col.accept_numbers:
+        parts.append("a number is read as its digits")
+    if col.no_raw_keys:
+        parts.append("never an API key")
+    if col.default is not None:
+        parts.append(f"missing reads as `{col.default}`")
+    if col.epoch:
+        parts.append(f"or a number of {col.epoch} since the epoch")
+    return "; ".join(parts)
+
+
+def _required(col: Column) -> str:
+    if col.required:
+        return "yes"
+    if col.required_when:
+        return f"when `{_cell(col.required_when)}`"
+    return ""
+
+
+def field_table(table: Table, with_paths: bool = False) -> str:
+    """A Markdown table of `table`'s columns: name, type, required, rules, meaning (and where a source reads it)."""
+    head = ["field", "type", "required", "rules", "meaning"]
+    if with_paths:
+        head.insert(1, "read from")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for col in table.columns:
+        key = " (key)" if col.primary_key else ""
+        row = [f"`{col.name}`{key}", f"`{col.physical_type}`", _required(col), _cell(_rules(col)),
+               _cell(col.description)]
+        if with_paths:
+            row.insert(1, ", ".join(f"`{p}`" for p in col.paths) or "")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _table_rules(table: Table) -> list[str]:
+    rules = [*table.row_rules, *table.set_rules]
+    return [f"- `{r.name}`" + (" (warning)" if r.severity == "warning" else "") + f": {_cell(r.description)}"
+            for r in rules]
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _about(contract: Contract) -> list[str]:
+    out = []
+    for key in ("purpose", "usage", "limitations"):
+        if contract.description.get(key):
+            out.append(f"{key.capitalize()}: {_cell(contract.description[key])}")
+    return out
+
+
+def _unregistered() -> list[TableRef]:
+    """Tables with a contract of their own (`<schema>_<table>`) that the daily registry does not list: the ones
+    kept whole rather than per day (infra.capacity_trend, infra.cache_whatif_traces)."""
+    known = {t.contract_id for t in TABLES}
+    refs = []
+    for cid in contract_ids():
+        schema, _, name = cid.partition("_")
+        if schema in SCHEMAS and name and cid not in known:
+            refs.append(TableRef(schema, name, published=schema != "core"))
+    return refs
+
+
+def _section(ref: TableRef, whole: bool) -> list[str]:
+    contract = load_contract(ref.contract_id)
+    table = contract.table(ref.contract_table) if ref.contract_table else (
+        contract.tables.get(ref.name) or contract.table())
+    key = ", ".join(table.primary_key)
+    grain = ref.grain or (f"one row per {key}" if key else "")
+    lines = [f"### `{ref.qualified}`", ""]
+    facts = []
+    if grain:
+        facts.append(f"Grain: {grain}.")
+    if whole:
+        facts.append(f"Kept whole, not per day: one file, `exports/{ref.schema}/{ref.name}/data.parquet` once "
+                     "published (its usage line says when).")
+    elif ref.published:
+        where = f"`exports/{ref.schema}/{ref.name}/day=YYYY-MM-DD/data.parquet`"
+        if ref.csv_export:
+            where += f", and as CSV in `exports/csv/{ref.schema}/{ref.name}/`"
+        facts.append(f"Published: {where}.")
+    else:
+        facts.append(f"Internal: `lake/{ref.schema}/{ref.name}/day=YYYY-MM-DD/`.")
+    if ref.stage:
+        facts.append(f"Stage: {ref.stage}; rows from `{ref.sql_file}`" + (
+            "." if not ref.reads else ", reading " + ", ".join(f"`{r}`" for r in ref.reads) + "."))
+    rel = f"../data_contracts/{ref.contract_id}.odcs.yaml"
+    facts.append(f"Contract: [`data_contracts/{ref.contract_id}.odcs.yaml`]({rel})" + (
+        f", table `{table.name}`." if ref.contract and len(contract.tables) > 1 else "."))
+    lines.append(" ".join(facts))
+    lines.append("")
+    about = _about(contract)
+    if table.description:
+        about.insert(0, _cell(table.description))
+    if about:
+        lines += ["- " + a for a in about] + [""]
+    if ref.contract:
+        # A core table typed by the contract of the input it was read by: its fields are listed in docs/inputs.md.
+        lines += [f"Columns: the fields of the input contract `{ref.contract}`, typed as it says; listed in "
+                  "[inputs.md](inputs.md).", ""]
+        return lines
+    lines.append(field_table(table).replace("| field |", "| column |", 1))
+    rules = _table_rules(table)
+    if rules:
+        lines += ["Rules across columns and rows (checked before the day is published):", "", *rules, ""]
+    return lines
+
+
+def render_tables() -> str:
+    registered = [t for t in TABLES if t.schema in SCHEMAS]
+    whole = _unregistered()
+    order = {s: i for i, s in enumerate(SCHEMAS)}
+    out = [
+        "# Tables",
+        "",
+        "<!-- GENERATED by `python -m tools.docs` from data_contracts/*.odcs.yaml and tokenledger/catalog.py;",
+        "     edit those and re-run it, never this file (tests/test_docs_links.py compares them). -->",
+        "",
+        "Every table tokenledger writes, its grain and its columns. The published ones are the interface for finance "
+        "and infra: read them from the warehouse (`warehouse.duckdb`, one schema per section below) or from "
+        "`exports/<schema>/<table>/`, a Hive-partitioned Parquet dataset with one `day=YYYY-MM-DD/` folder per day "
+        "(the files hold every column but `day`, which is the folder's name). Names and columns are a contract: "
+        "columns may be added, never renamed or dropped without a new contract version. A day's rows are published "
+        "only after its blocking checks pass, and re-running a day replaces them at once: a reader sees the old day "
+        "or the new one, never a mix.",
+        "",
+        "What each figure means: [metrics.md](metrics.md) (cited by section). What is read: [inputs.md](inputs.md). "
+        "Why it is built this way: [decisions.md](decisions.md).",
+        "",
+        "| table | grain | published |",
+        "|---|---|---|",
+    ]
+    refs = sorted([(t, False) for t in registered] + [(t, True) for t in whole],
+                  key=lambda p: (order[p[0].schema], TABLES.index(p[0]) if not p[1] else len(TABLES)))
+    for ref, is_whole in refs:
+        contract = load_contract(ref.contract_id)
+        grain = ref.grain or "one row per " + ", ".join(
+            (contract.tables.get(ref.name) or contract.table()).primary_key)
+        pub = ("yes, and CSV" if ref.csv_export else "yes") if ref.published else "no (internal)"
+        if is_whole:
+            pub += "; kept whole"
+        heading = f"`{ref.qualified}`"
+        out.append(f"| [{heading}](#{_anchor(heading)}) | {_cell(grain)} | {pub} |")
+    out.append("| [capacity review](#reports) | one HTML and one Markdown file per day | yes, in `reports/` |")
+    out.append("")
+    for schema in SCHEMAS:
+        out += [f"## {schema}", "", _SCHEMA_TEXT[schema], ""]
+        for ref, is_whole in refs:
+            if ref.schema == schema:
+                out += _section(ref, is_whole)
+    out += [
+        "## Reports",
+        "",
+        "`reports/capacity-review-YYYY-MM-DD.html` and `.md`: the day's capacity review, written from the day's "
+        "tables above and published with them in the same switch (a published day always has its review; a day "
+        "whose review fails is not published). It leads with one verdict row per self-hosted model (SLO met or "
+        "which figure missed, GPUs needed against GPUs in force, $/MTok under SLO, the capacity basis, hours over "
+        "capacity) and one per hosted-API model (requests, the token split with its cache share, $/MTok delivered "
+        "and under SLO, latency where the logs carry it, no capacity: provider-managed), then per model the SLO, "
+        "workload, baseline, peak, failure, lag, headroom and validation items, with charts; a section without data "
+        "is left out with one line saying why. See [decisions.md](decisions.md#the-capacity-review).",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _block_ref(ref: str) -> tuple[Table, bool]:
+    cid, _, name = ref.partition("/")
+    contract = load_contract(cid)
+    table = contract.table(name or None)
+    return table, any(c.paths for c in table.columns)
+
+
+def _other_sources(text: str) -> str:
+    """A field list for every request format (`source_*` contract) that docs/inputs.md has no block of yet."""
+    named = {m.group("ref").partition("/")[0] for m in _BLOCK.finditer(text)}
+    out = []
+    for cid in contract_ids():
+        if not cid.startswith("source_") or cid in named:
+            continue
+        contract = load_contract(cid)
+        out += [f"#### Contract `{cid}`", "", *[f"- {a}" for a in _about(contract)], ""]
+        for table in contract.tables.values():
+            out.append(field_table(table, any(c.paths for c in table.columns)))
+    if not out:
+        return "No other format.\n"
+    return "\n".join(out)
+
+
+def render_inputs(text: str) -> str:
+    """`text` (docs/inputs.md) with every generated field list rewritten from its contract, and the formats no
+    block names listed in the `other sources` block."""
+
+    def block(m: re.Match[str]) -> str:
+        table, with_paths = _block_ref(m.group("ref"))
+        return m.group(1) + field_table(table, with_paths) + m.group(4)
+
+    text = _BLOCK.sub(block, text)
+    return _OTHERS.sub(lambda m: m.group(1) + _other_sources(text) + m.group(3), text)
+
+
+def outputs() -> dict[Path, str]:
+    """Each generated file with the text the generator writes."""
+    out = {TABLES_MD: render_tables()}
+    if INPUTS_MD.is_file():
+        out[INPUTS_MD] = render_inputs(INPUTS_MD.read_text())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.docs", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a committed file is not up to date")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in outputs().items():
+        if not path.is_file() or path.read_text() != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(text)
+    rel = ", ".join(str(p.relative_to(PROJECT_ROOT)) for p in stale)
+    if args.check:
+        if stale:
+            print(f"not up to date: {rel}; run python -m tools.docs", file=sys.stderr)
+            return 1
+        return 0
+    print(f"wrote {rel}" if stale else "up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
