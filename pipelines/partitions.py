@@ -5,68 +5,22 @@ from __future__ import annotations
 import os
 import warnings
 from datetime import UTC, date, timedelta
-from pathlib import Path
 
 import dagster as dg
 
 from tokenledger.errors import ConfigError
+from tokenledger.ingest.landing import DEFAULT_START_DATE, START_DATE_ENV
 
 # single_run backfills are what `dagster asset materialize --partition-range` needs; the beta notice is noise.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
-DEFAULT_START_DATE = "2024-01-01"
 
 
-def first_landing_day(raw: Path) -> date | None:
-    """The earliest `dt=YYYY-MM-DD` folder of any request source under `raw` (folder names only are read)."""
-    days = []
-    try:
-        for source in raw.iterdir():
-            if source.is_dir() and source.name not in ("billing", "loadtest"):
-                for folder in source.glob("dt=*"):
-                    try:
-                        days.append(date.fromisoformat(folder.name.removeprefix("dt=")))
-                    except ValueError:
-                        continue
-    except OSError:
-        return None
-    return min(days, default=None)
-
-
-def first_remote_landing_day(url: str) -> date | None:
-    """first_landing_day of a home on object storage, from the names its bucket lists under raw/."""
-    from tokenledger.storage.remote import WHOLE_RAW, RemoteHome
-
-    remote = RemoteHome.parse(url)
-    days = []
-    for source in remote.folders("raw/"):
-        if source not in WHOLE_RAW:
-            for name in remote.folders(f"raw/{source}/"):
-                try:
-                    days.append(date.fromisoformat(name.removeprefix("dt=")))
-                except ValueError:
-                    continue
-    return min(days, default=None)
-
-
-def _start_date() -> str:
-    """TOKENLEDGER_START_DATE, else the home's first landed day, so the UI's partitions start where the data does
-    (and its fill shows real gaps), else 2024-01-01."""
-    from tokenledger.storage.remote import is_remote
-
-    if os.getenv("TOKENLEDGER_START_DATE"):
-        return os.environ["TOKENLEDGER_START_DATE"]
-    home = os.getenv("TOKENLEDGER_HOME")
-    if home and is_remote(home):
-        first = first_remote_landing_day(home)
-        return first.isoformat() if first else DEFAULT_START_DATE
-    raw = os.getenv("TOKENLEDGER_RAW_DIR") or (str(Path(home) / "raw") if home else None)
-    first = first_landing_day(Path(raw)) if raw else None
-    return first.isoformat() if first else DEFAULT_START_DATE
-
-
-# The first day a backfill may reach. Settable because the partition list is fixed when definitions load.
-START_DATE = _start_date()
+# The first day a backfill may reach, fixed when the definitions load. From the environment only: loading the
+# definitions touches neither the home nor its bucket, so a code server starts while the bucket is unreachable (the
+# error comes when a run starts, naming it). `tokenledger run` and `tokenledger ui` set it to the home's first landed
+# day when it is unset (home_start_date); a deployment sets it in its environment (docs/deploying.md).
+START_DATE = os.getenv(START_DATE_ENV) or DEFAULT_START_DATE
 try:
     FIRST_DAY = date.fromisoformat(START_DATE)
 except ValueError:

@@ -37,7 +37,7 @@ def test_the_daily_job_covers_every_asset_and_check() -> None:
 def test_partitions_start_at_the_first_landed_day(tmp_path) -> None:
     from datetime import date
 
-    from tokenledger.pipelines.partitions import first_landing_day
+    from tokenledger.ingest.landing import first_landing_day
 
     raw = tmp_path / "raw"
     for folder in ("gateway/dt=2026-11-18", "litellm/dt=2026-11-14", "gateway/dt=not-a-day", "billing/dt=2020-01-01",
@@ -137,3 +137,28 @@ def test_a_table_its_sql_computes_alone_needs_only_its_registry_line() -> None:
     description = built["infra/goodput_hourly"].descriptions_by_key[dg.AssetKey(["infra", "goodput_hourly"])]
     assert description.startswith("One deployment of one model in one UTC hour")
     assert "sql/accounting/goodput_hourly.sql over usage and slo" in description
+
+
+def test_the_definitions_load_with_the_bucket_unreachable(tmp_path) -> None:
+    """Loading the definitions reads neither the home nor its bucket: a code server starts while the S3 endpoint is
+    down (nothing listens on 127.0.0.1:9), and the error comes when a run starts, naming the bucket."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TOKENLEDGER_START_DATE", "DAGSTER_HOME")}
+    env.update(TOKENLEDGER_HOME="s3://tokenledger-unreachable/home", AWS_ENDPOINT_URL="http://127.0.0.1:9",
+               AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
+               AWS_MAX_ATTEMPTS="1", TOKENLEDGER_WORK_DIR=str(tmp_path / "work"))
+    module = ["-m", "tokenledger.pipelines.definitions"]
+    loaded = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate", *module], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+    assert "All code locations passed validation" in loaded.stdout + loaded.stderr
+
+    ran = subprocess.run([sys.executable, "-m", "dagster", "job", "execute", *module, "-j", "daily_pipeline",
+                          "--tags", json.dumps({"dagster/partition": "2026-11-16"})], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode != 0
+    assert "s3://tokenledger-unreachable/home" in ran.stdout + ran.stderr

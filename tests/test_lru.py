@@ -8,8 +8,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
+from tokenledger.whatif import lru
 from tokenledger.whatif.lru import InfiniteCache, LruCache, Sampling, cached_tokens
-from tokenledger.whatif.replay import lru
 
 
 def _lru_by_the_book(requests: list[tuple[list[int], int]], size: int, block_tokens: int) -> int:

@@ -81,8 +81,13 @@ def use_home(home: str | Path) -> HomeLayout:
 
     The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it (inside the
     work folder of a home on object storage, whose config is pulled first)."""
+    from tokenledger.ingest.landing import START_DATE_ENV, home_start_date
+
     layout = home_layout(home)
     layout.check()
+    # Before the definitions load in this process or a Dagster process it starts: they read it, never the home.
+    if not os.environ.get(START_DATE_ENV):
+        os.environ[START_DATE_ENV] = home_start_date(layout)
     if layout.remote is not None:
         dagster_home = dagster_home_of(layout.home)
         prepare_instance(dagster_home)

@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from tokenledger.errors import InputFileError
+from tokenledger.storage.layout import HomeLayout
+from tokenledger.storage.remote import WHOLE_RAW, RemoteHome
 
 
 @dataclass(frozen=True)
@@ -118,3 +121,47 @@ def landing_files(folder: Path, formats: dict[str, str], what: str) -> list[Land
 def newest_mtime(files: list[LandingFile]) -> float | None:
     """The latest modification time among the files (a dataset's parts included), None when there are none."""
     return max((os.stat(f.path).st_mtime for f in files), default=None)
+
+
+# The first day partitions reach when TOKENLEDGER_START_DATE is unset and no command has read the home.
+DEFAULT_START_DATE = "2024-01-01"
+START_DATE_ENV = "TOKENLEDGER_START_DATE"
+
+
+def first_landing_day(raw: Path) -> date | None:
+    """The earliest `dt=YYYY-MM-DD` folder of any request source under `raw` (folder names only are read)."""
+    days = []
+    try:
+        for source in raw.iterdir():
+            if source.is_dir() and source.name not in ("billing", "loadtest"):
+                for folder in source.glob("dt=*"):
+                    try:
+                        days.append(date.fromisoformat(folder.name.removeprefix("dt=")))
+                    except ValueError:
+                        continue
+    except OSError:
+        return None
+    return min(days, default=None)
+
+
+def first_remote_landing_day(url: str) -> date | None:
+    """first_landing_day of a home on object storage, from the names its bucket lists under raw/."""
+    remote = RemoteHome.parse(url)
+    days = []
+    for source in remote.folders("raw/"):
+        if source not in WHOLE_RAW:
+            for name in remote.folders(f"raw/{source}/"):
+                try:
+                    days.append(date.fromisoformat(name.removeprefix("dt=")))
+                except ValueError:
+                    continue
+    return min(days, default=None)
+
+
+def home_start_date(layout: HomeLayout) -> str:
+    """The home's first landed day, so the UI's partitions start where the data does (and its fill shows real
+    gaps), else 2024-01-01. Read when a command starts (`tokenledger run`, `tokenledger ui`), never when the
+    definitions load."""
+    remote = layout.remote
+    first = first_remote_landing_day(remote.url) if remote is not None else first_landing_day(layout.raw)
+    return first.isoformat() if first else DEFAULT_START_DATE
