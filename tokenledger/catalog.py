@@ -4,7 +4,7 @@ A line says where the table sits (its stage, the Dagster group), its grain, what
 (and as CSV too), and which contract types it. Everything else is derived from the line: the asset's key, group,
 partitions, lineage and catalog metadata (assets/tables.py), its contract checks (assets/checks.py), its
 publication (assets/publish.py) and its warehouse view (tokenledger/publish/warehouse.py). The rows come from
-sql/<name>.sql (or the file `sql` names). A table that SQL computes alone from one of the standard inputs
+sql/<stage>/<name>.sql (or the file `sql` names). A table that SQL computes alone from one of the standard inputs
 (`inputs`) needs no Python at all: adding one touches its SQL, its contract and one line here.
 """
 
@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tokenledger import packaged
+
 
 @dataclass(frozen=True)
 class TableRef:
-    """A table kept per day; its asset key is [schema, name] and its contract data_contracts/<contract>.odcs.yaml.
+    """A table kept per day; its asset key is [schema, name] and its contract data_contracts/<folder>/<contract>.odcs.yaml.
 
     Two refs are equal when they name the same table; the registry's other fields describe it."""
 
@@ -34,7 +36,8 @@ class TableRef:
 
     @property
     def sql_file(self) -> str:
-        return f"sql/{self.sql or self.name}.sql"
+        """The SQL file of the rows, as the checkout names it (sql/<stage>/<name>.sql)."""
+        return packaged.shown(packaged.sql_file(self.sql or self.name))
 
     @property
     def qualified(self) -> str:
@@ -51,7 +54,8 @@ class TableRef:
 
     @property
     def contract_file(self) -> str:
-        return f"data_contracts/{self.contract_id}.odcs.yaml"
+        """The contract's file, as the checkout names it (data_contracts/<schema>/<contract>.odcs.yaml)."""
+        return packaged.shown(packaged.contract_file(self.contract_id))
 
 
 _INGEST = ("core.deployments_daily", "core.gateway_requests", "core.billing_charges", "core.gpu_samples")
