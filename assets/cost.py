@@ -89,7 +89,7 @@ def focus_cost_and_usage_daily(context: dg.AssetExecutionContext, ledger: Ledger
     Grain: day x tenant (BillingAccountId) x deployment (ResourceId) x model and token class (SkuId) x currency;
     Usage rows only, costs in EffectiveCost = BilledCost, tokens in ConsumedQuantity. A tenant's rows of a model add
     up exactly to its finance.tenant_showback_daily cost. Source: finance.tenant_showback_daily, core.usage_hourly.
-    Definition: data_contracts/focus/focus_cost_and_usage_daily.odcs.yaml; docs/decisions.md, "FOCUS export".
+    Definition: data_contracts/focus/focus_cost_and_usage_daily.odcs.yaml; docs/adr/0060-focus-export.md.
     """
     return for_each_day(context, ledger,
                         lambda con, window, _: build_focus_cost_and_usage(con, ledger.layout, window),

@@ -57,8 +57,8 @@ def gateway_requests(context: dg.AssetExecutionContext, ledger: LedgerResource) 
         counts = ingest_gateway_day(con, ledger.layout, window, scratch, idle=ledger.is_idle(window.day),
                                     reading=reading)
         line_by_line = sorted(path.name for path, how in reading.items() if how == LINE_BY_LINE)
-        # Which way each JSON Lines log was read: through DuckDB's JSON reader, or line by line (decisions.md,
-        # Ingest, "JSON Lines through DuckDB's JSON reader, line by line where it cannot be exact").
+        # Which way each JSON Lines log was read: through DuckDB's JSON reader, or line by line
+        # (docs/adr/0028-json-lines-through-duckdbs-json-reader.md).
         return {**_counts(counts), "jsonl_files_read_json": sum(how == READ_JSON for how in reading.values()),
                 "jsonl_files_line_by_line": len(line_by_line), "jsonl_read_line_by_line": ", ".join(line_by_line)}
 

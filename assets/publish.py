@@ -41,7 +41,8 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
     """The run's days of every published table in $TOKENLEDGER_HOME/exports/<schema>/<table>/day=YYYY-MM-DD/ (one
     Parquet dataset per table, the day in the folder name; finance also as CSV under exports/csv/), the core
     tables behind the warehouse's core views, and a manifest per day, switched in together.
-    Grain: day x published table. Definition: docs/tables.md; the layout: docs/decisions.md."""
+    Grain: day x published table. Definition: docs/tables.md; the layout:
+    docs/adr/0037-each-published-table-is-one-parquet-dataset.md."""
     layout = ledger.layout
     staging = Staging(layout)
 

@@ -21,7 +21,7 @@ def capacity_trend(context: dg.AssetExecutionContext, ledger: LedgerResource):
 
     Grain: day x model x currency, for every published day (all days, one file). Source: the published
     finance.cost_per_mtok_daily, infra.capacity_daily and infra.slo_daily. A missing day is not a zero: windows
-    are calendar windows over the days that exist. Definition: docs/tables.md; docs/decisions.md (Trends).
+    are calendar windows over the days that exist. Definition: docs/tables.md; docs/adr/0090-trends.md.
     """
     with user_errors(f"rebuilding {TREND.qualified}"), ledger.compute() as (con, _scratch):
         outcome = rebuild_trend(con, ledger.layout)

@@ -1,6 +1,6 @@
 """The prefix-cache what-if (issue 16): the day's requests, and any landed trace, replayed through the caches
 config/whatif.yaml describes. The logic is in tokenledger/whatif/replay.py and tokenledger/whatif/lru.py and the SQL
-file named after each table; decisions in docs/decisions.md, "Prefix-cache what-if".
+file named after each table; decisions in docs/adr/README.md, "Prefix-cache what-if" (0079-0086).
 """
 
 from pathlib import Path
@@ -33,7 +33,7 @@ def cache_whatif_daily(context: dg.AssetExecutionContext, ledger: LedgerResource
 
     Grain: day x model x deployment_id x scenario (GPU deployments declaring kv_block_tokens or serving requests
     with prefix_block_hashes). Source: core.gateway_requests, core.deployments_daily, finance.cost_per_mtok_daily,
-    config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
+    config/whatif.yaml. Definition: docs/adr/README.md, "Prefix-cache what-if"; contract
     data_contracts/infra/infra_cache_whatif_daily.odcs.yaml.
     """
     def day_fn(con: duckdb.DuckDBPyConnection, window: DayWindow, scratch: Path) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def cache_whatif_traces(context: dg.AssetExecutionContext, ledger: LedgerResourc
     input_length, output_length, hash_ids), without cost: input cached and recomputed per scenario.
 
     Grain: trace x scenario, all traces in one file (a trace has no day), rebuilt in every run. Source:
-    raw/traces/, config/whatif.yaml. Definition: docs/decisions.md, "Prefix-cache what-if"; contract
+    raw/traces/, config/whatif.yaml. Definition: docs/adr/README.md, "Prefix-cache what-if"; contract
     data_contracts/infra/infra_cache_whatif_traces.odcs.yaml.
     """
     table = load_contract(f"{TRACES[0]}_{TRACES[1]}").table()

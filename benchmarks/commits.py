@@ -1,4 +1,5 @@
-"""Commits without rename on object storage: how should a day be published to a bucket? (docs/decisions.md)
+"""Commits without rename on object storage: how should a day be published to a bucket?
+(docs/adr/0042-a-bucket-is-published-by-a-conditional-put-of-one-manifest.md)
 
 One day as tokenledger publishes it (the 15 published tables and the 8 core tables, one Parquet file each of 3 to
 194 KB, 1 MB in all, plus 3 CSV, the day's JSON manifest and an HTML report) goes into a bucket on moto's S3 server

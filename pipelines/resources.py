@@ -55,7 +55,8 @@ class LedgerResource(dg.ConfigurableResource):
     # Above this share of a source's rows quarantined in a day, the day is not published (quarantine_within_tolerance).
     max_quarantine_share: float = 0.001
     # Above this share of a day's hosted-API requests without a price, the day is not published (api_requests_priced):
-    # 0 by default, as an unpriced request is cost the ledger does not know (docs/decisions.md).
+    # 0 by default, as an unpriced request is cost the ledger does not know
+    # (docs/adr/0063-a-request-without-a-price-is-unpriced.md).
     max_unpriced_share: float = 0.0
     # A provider's own cost export and tokenledger's price of a model and tier differ by more than this share of the
     # provider's figure: finance.provider_cost_reconciliation_daily.within_tolerance is false (a contract warning).

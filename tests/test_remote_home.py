@@ -56,7 +56,8 @@ def rows(con: duckdb.DuckDBPyConnection, root: str) -> dict[str, list[tuple]]:
 
 def bucket_rows(con: duckdb.DuckDBPyConnection, exports: str) -> dict[str, list[tuple]]:
     """The same through the bucket (`exports`, s3://.../exports): DuckDB over each table's folder as a pyarrow
-    dataset, which reads the bucket (DuckDB's httpfs is not installable here; docs/decisions.md)."""
+    dataset, which reads the bucket (DuckDB's httpfs is not installable:
+    docs/adr/0041-a-home-in-a-bucket-is-worked-on-in-a-local-copy.md)."""
     import pyarrow.dataset as ds
     from pyarrow import fs
 

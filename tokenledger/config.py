@@ -497,7 +497,7 @@ SCENARIO_KEYS = {"scenario", "cache", "size_blocks", "size_gb", "scope", "routin
 TRACE_KEYS = {"kv_block_tokens", "replicas", "kv_bytes_per_token"}
 SAMPLING_KEYS = {"budget_accesses"}
 # An LRU pass replays a deployment's day exactly up to this many block accesses, else a SHARDS sample of about as
-# many (docs/decisions.md, "LRU caches of large days are sampled").
+# many (docs/adr/0084-lru-caches-of-large-days-are-sampled.md).
 DEFAULT_BUDGET_ACCESSES = 50_000_000
 # Without config/whatif.yaml the what-if replays the one scenario that needs no parameters: the upper bound.
 DEFAULT_SCENARIO = {"scenario": "infinite", "cache": "infinite", "scope": "shared"}

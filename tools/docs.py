@@ -200,7 +200,7 @@ def render_tables() -> str:
         "or the new one, never a mix.",
         "",
         "What each figure means: [metrics.md](metrics.md) (cited by section). What is read: [inputs.md](inputs.md). "
-        "Why it is built this way: [decisions.md](decisions.md).",
+        "Why it is built this way: [the decision records](adr/README.md).",
         "",
         "| table | grain | published |",
         "|---|---|---|",
@@ -233,7 +233,7 @@ def render_tables() -> str:
         "capacity) and one per hosted-API model (requests, the token split with its cache share, $/MTok delivered "
         "and under SLO, latency where the logs carry it, no capacity: provider-managed), then per model the SLO, "
         "workload, baseline, peak, failure, lag, headroom and validation items, with charts; a section without data "
-        "is left out with one line saying why. See [decisions.md](decisions.md#the-capacity-review).",
+        "is left out with one line saying why. See [the decision record](adr/0077-the-capacity-review.md).",
         "",
     ]
     return "\n".join(out)

@@ -7,7 +7,8 @@
 -- power_basis says which power goodput_per_watt is over: 'measured' when a GPU of the deployment was sampled in the
 -- hour, else 'nominal' (GPUs x gpu_power_w). GPUs sampled but claimed by no deployment are one row per hour with
 -- mapped false and a NULL deployment. Every GPU deployment in force on the day has all 24 hours. Sums and means of
--- samples are taken in DECIMAL (to 1e-6 of the unit), so a day re-run gives the same bits (decisions.md).
+-- samples are taken in DECIMAL (to 1e-6 of the unit), so a day re-run gives the same bits
+-- (docs/adr/0096-reproducible-to-the-bit.md).
 WITH hours AS (
     SELECT
         range::INTEGER AS hour,

@@ -14,7 +14,7 @@
 -- deployment as it stood at the end of the day; SkuPriceId carries the model version so that one SkuPriceId has one
 -- SkuPriceDetails. A showback row with a NULL cost (the model's tenants have no weighted tokens) has nothing to split
 -- and no row here. Column rules: data_contracts/focus/focus_cost_and_usage_daily.odcs.yaml; the mapping is in
--- docs/decisions.md, "FOCUS export".
+-- docs/adr/0060-focus-export.md.
 WITH classes AS (
     SELECT * FROM (VALUES
         (1, 'output', 'Output Tokens'),

@@ -3,7 +3,7 @@
 Every figure is computed in the step's DuckDB from the ingested day: the request rows are read by views
 (`day_requests`, `day_deployments`, `day_usage`), judged by `sql/accounting/requests_judged.sql` against the SLO policy
 in force, and aggregated by the SQL file named after each table. Only a day's policy version and row counts reach
-Python. Decisions: docs/decisions.md, "Metrics".
+Python. Decisions: docs/adr/README.md, "Metrics" (0001-0010).
 """
 
 from __future__ import annotations

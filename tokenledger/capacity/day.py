@@ -5,7 +5,7 @@ reach Python: one row per deployment (its demonstrated figure, the load test tha
 and 24 hours per model (the load curve). Here they meet the queueing math of tokenledger/capacity/queueing.py and the
 rules that choose a capacity figure and write the note that explains it; the results go back to DuckDB as small
 temp tables (`capacity_choice`, `load_backlog`, `capacity_plan_figures`) that the table's SQL file joins.
-Decisions: docs/decisions.md, "Capacity".
+Decisions: docs/adr/README.md, "Capacity" (0065-0078).
 """
 
 from __future__ import annotations

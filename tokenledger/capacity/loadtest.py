@@ -8,8 +8,8 @@ are (`tokenledger.ingest.sources.stage_gateway_files`), the run's own rules are 
 duplicates are merged and the accepted requests assembled by the gateway's own statements, then judged against
 the SLO policy in force on the run's day by the production judgement (sql/accounting/requests_judged.sql). Every step is
 measured on its segment by sql/capacity/loadtest_steps.sql into the temp table `loadtest_steps` (data_contracts/
-core_loadtest_steps.odcs.yaml), one row per run and step. Decisions: docs/decisions.md, "Load-test runs"
-and "What a load-test step proves".
+core_loadtest_steps.odcs.yaml), one row per run and step. Decisions:
+docs/adr/0067-load-test-runs.md and docs/adr/0068-what-a-load-test-step-proves.md.
 
 A vllm-bench run holds one or more `vllm bench serve --save-result --save-detailed` result files (`*.json`, one
 JSON object each), as a sweep of request rates writes them. Source: vllm-project/vllm, `vllm/benchmarks/serve.py`

@@ -13,7 +13,8 @@ steps, each a table in the lake:
 - `focus.cost_and_usage_daily`: the showback as a FinOps FOCUS 1.2 dataset, split further by deployment and token
   class with the showback's own weights.
 
-Money stays DECIMAL(38,12) from the bill to the published cost columns. Decisions: docs/decisions.md, "Cost".
+Money stays DECIMAL(38,12) from the bill to the published cost columns. Decisions: docs/adr/README.md,
+"Cost" (0048-0064).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ _INPUTS = {
 }
 
 # The FOCUS export's ProviderName and InvoiceIssuerName (and PublisherName of a self-hosted deployment): the serving
-# platform tokenledger accounts for, which makes the deployments available to tenants (docs/decisions.md).
+# platform tokenledger accounts for, which makes the deployments available to tenants
+# (docs/adr/0060-focus-export.md).
 FOCUS_PROVIDER = "tokenledger"
 
 

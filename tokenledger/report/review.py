@@ -642,7 +642,7 @@ def whatif_finding(review: Review, model: str) -> str:
 
 def _estimated(rows: list[Row], scenario: str) -> str:
     """A sentence when the scenario's figure on some deployment is a SHARDS estimate, not an exact replay
-    (infra.cache_whatif_daily.method; docs/decisions.md, "LRU caches of large days are sampled")."""
+    (infra.cache_whatif_daily.method; docs/adr/0084-lru-caches-of-large-days-are-sampled.md)."""
     sampled = [r for r in rows if r.get("method") == "shards"]
     if not sampled:
         return ""

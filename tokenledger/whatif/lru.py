@@ -1,5 +1,6 @@
 """An LRU prefix cache replayed over a stream of requests' block hashes, every cache size in one pass, compiled with
-numba; exactly, or over a SHARDS sample of the blocks (docs/decisions.md, "Prefix-cache what-if").
+numba; exactly, or over a SHARDS sample of the blocks (docs/adr/0083-every-lru-size-in-one-pass.md,
+docs/adr/0084-lru-caches-of-large-days-are-sampled.md).
 
 The cache holds KV blocks named by their prefix hashes. A request looks its blocks up when it arrives: its cached
 prefix is the leading run of its blocks found in the cache. Then it touches every block, last to first, so that
@@ -18,7 +19,8 @@ SHARDS (Waldspurger et al., FAST '15) replays a spatial sample instead: a block 
 the recency list, which is the paper's cache of C/P sampled blocks. A boundary that falls inside a block of
 weight P holds part of it, read as that fraction of a hit: the estimate interpolates between the sampled sizes
 below and above C/P. Blocks shared by a large share of the requests (system prompts) are kept whole (weight 1):
-they are few and carry most hits, and sampled they made the estimate swing by 5-16 points (docs/decisions.md).
+they are few and carry most hits, and sampled they made the estimate swing by 5-16 points
+(docs/adr/0084-lru-caches-of-large-days-are-sampled.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The prefix-cache what-if: the input a day's requests (or a trace's) would have found cached under another cache
-size, scope or routing, and what that is worth (issue 16; docs/decisions.md, "Prefix-cache what-if").
+size, scope or routing, and what that is worth (issue 16; docs/adr/README.md, "Prefix-cache what-if").
 
 A replay runs over `whatif_requests` (one row per request with its prefix block hashes, in arrival order per
 unit: a deployment, or a trace) for the scenarios of `whatif_scenario_units`, and writes `whatif_results` (unit,
@@ -52,7 +52,7 @@ SLAB_ACCESSES_PER_LIMIT_BYTE = 1 / 128
 # imported only where a replay runs: tokenledger/whatif/lru.py, ~0.3 s).
 CHUNK_ACCESSES = 1 << 20
 # A sampled unit's blocks found in at least this share of a sample of SHARED_SAMPLE_REQUESTS of its requests are
-# replayed whole (sql/whatif/whatif_shared_blocks.sql; docs/decisions.md, "LRU caches of large days are sampled").
+# replayed whole (sql/whatif/whatif_shared_blocks.sql; docs/adr/0084-lru-caches-of-large-days-are-sampled.md).
 SHARED_SHARE = 0.001
 SHARED_SAMPLE_REQUESTS = 50_000
 # The infinite cache counted in the LRU pass's stream holds a set of every block seen, 8 bytes a slot, at most 70%
