@@ -14,8 +14,8 @@ from tests.conftest import PROJECT_ROOT
 from tokenledger.catalog import TABLES
 from tools import docs
 
-DOC_FILES = [PROJECT_ROOT / "README.md", PROJECT_ROOT / "CONTRIBUTING.md", *sorted((PROJECT_ROOT / "docs").glob("*.md")),
-             *sorted((PROJECT_ROOT / "docs" / "adr").glob("*.md"))]
+DOC_FILES = [PROJECT_ROOT / "README.md", PROJECT_ROOT / "CONTRIBUTING.md",
+             *sorted((PROJECT_ROOT / "docs").glob("*.md")), *sorted((PROJECT_ROOT / "docs" / "adr").glob("*.md"))]
 # Citations of the definitions that live outside a clone: the shared spec folder, or spec/<name>.md.
 OUTSIDE = re.compile(r"\.\./shared/|(?<![\w/.-])spec/[\w-]+\.md")
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)

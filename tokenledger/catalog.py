@@ -17,7 +17,7 @@ from tokenledger import packaged
 
 @dataclass(frozen=True)
 class TableRef:
-    """A table kept per day; its asset key is [schema, name] and its contract data_contracts/<folder>/<contract>.odcs.yaml.
+    """A table kept per day; its asset key is [schema, name], its contract data_contracts/<folder>/<contract>.odcs.yaml.
 
     Two refs are equal when they name the same table; the registry's other fields describe it."""
 
