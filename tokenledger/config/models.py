@@ -119,7 +119,8 @@ class Headroom(ConfigModel):
 
 
 class SloPolicy(ConfigModel):
-    """An SLO policy: a version's default, or a model's override of any of its keys."""
+    """An SLO policy: a version's default, which needs every key (isl_buckets too, before a day can be judged), or
+    a model's override of any of them."""
 
     what = "an SLO policy"
     contract = "config/slo_policy"
@@ -243,6 +244,8 @@ _PRICES = ("input_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok", "cac
            "output_per_mtok")
 # The prices of a rate, per 1M tokens of each class in the version's currency (besides reasoning's own).
 PRICE_KEYS = frozenset(_PRICES)
+# What a price a rate leaves out is (the docs' default column).
+_SCALED = {"default": "the standard rate's times multiplier"}
 
 
 class PriceRate(ConfigModel):
@@ -258,12 +261,18 @@ class PriceRate(ConfigModel):
         "standard", description="long: the requests above the sheet's long_context threshold.")
     multiplier: Annotated[Value[Decimal], Column(None)] = Field(
         1, description="The standard rate's prices times this, for the classes it does not price itself.")
-    input_per_mtok: Value[Decimal] = None
-    cache_read_per_mtok: Value[Decimal] = None
-    cache_write_per_mtok: Value[Decimal] = None
-    cache_write_1h_per_mtok: Value[Decimal] = None
-    output_per_mtok: Value[Decimal] = None
-    reasoning_per_mtok: Value[Decimal] = None
+    input_per_mtok: Value[Decimal] = Field(None, description="Uncached input.", json_schema_extra=_SCALED)
+    cache_read_per_mtok: Value[Decimal] = Field(None, description="Cache reads.", json_schema_extra=_SCALED)
+    cache_write_per_mtok: Value[Decimal] = Field(None, description="Five-minute cache writes.",
+                                                 json_schema_extra=_SCALED)
+    cache_write_1h_per_mtok: Value[Decimal] = Field(None, description="One-hour cache writes.",
+                                                    json_schema_extra=_SCALED)
+    output_per_mtok: Value[Decimal] = Field(None, description="Output, reasoning tokens included.",
+                                            json_schema_extra=_SCALED)
+    reasoning_per_mtok: Value[Decimal] = Field(
+        None, description="Reasoning tokens (a part of output).", json_schema_extra={
+            "default": "the standard rate's times multiplier if the sheet prices reasoning, else the rate's output "
+                       "price"})
 
     def complete(self) -> None:
         tier = {"service_tier": self.service_tier, "inference_region": self.inference_region,
@@ -288,19 +297,22 @@ class PriceSheet(ConfigModel):
 
     input_per_mtok: Value[Decimal] = Field(None, description="Uncached input: neither read from nor written to the "
                                                               "cache.")
-    cache_read_per_mtok: Value[Decimal] = Field(None, description="Cache reads; left out: input_per_mtok.")
-    cache_write_per_mtok: Value[Decimal] = Field(
-        None, description="Five-minute cache writes; left out: input_per_mtok.")
-    cache_write_1h_per_mtok: Value[Decimal] = Field(
-        None, description="One-hour cache writes; left out: cache_write_per_mtok.")
+    cache_read_per_mtok: Value[Decimal] = Field(None, description="Cache reads.",
+                                                json_schema_extra={"default": "input_per_mtok's"})
+    cache_write_per_mtok: Value[Decimal] = Field(None, description="Five-minute cache writes.",
+                                                 json_schema_extra={"default": "input_per_mtok's"})
+    cache_write_1h_per_mtok: Value[Decimal] = Field(None, description="One-hour cache writes.",
+                                                    json_schema_extra={"default": "cache_write_per_mtok's"})
     output_per_mtok: Value[Decimal] = Field(None, description="Output, reasoning tokens included.")
-    reasoning_per_mtok: Value[Decimal] = Field(
-        None, description="Reasoning tokens (a part of output); left out: each rate's output price.")
-    long_context: Annotated[LongContext, Shape("the long_context of {name}", line="key")] = None
+    reasoning_per_mtok: Value[Decimal] = Field(None, description="Reasoning tokens (a part of output).",
+                                               json_schema_extra={"default": "each rate's output price"})
+    long_context: Annotated[LongContext, Shape("the long_context of {name}", line="key")] = Field(
+        None, description="Left out: no request is long context.")
     regions: Annotated[list[Value[str]], Column(None), Shape("the regions of {name}", line="key")] = Field(
         None, description="The regions the standard rate prices; left out: every region without a rate of its own.")
     rates: Annotated[list[PriceRate], Shape("the rates of {name}", line="key", item="a rate of the price sheet {name}",
-                                            item_line="key", empty="falsy")] = None
+                                            item_line="key", empty="falsy")] = Field(
+        None, description="Its other rates: served tiers, regions, long context.")
 
     def complete(self) -> None:
         for rate in self.rates or []:
@@ -325,7 +337,7 @@ class LitellmPriceSheet(ConfigModel):
 
     what = "the price sheet {name} (read from the LiteLLM price map)"
 
-    litellm: Value[str] = Field(None, description="The map's key of the model, e.g. gpt-4.1.")
+    litellm: Value[str] = Field(description="The map's key of the model, e.g. gpt-4.1.")
 
 
 def _sheet_kind(value: Any) -> str:
@@ -350,7 +362,8 @@ class CostVersion(ConfigModel):
         None, description="A deployment tag with this value marks a cost of the shared pool.")
     shared_cost_key: Value[Literal["gpu_hours", "requests", "output_tokens"]] = Field(
         None, description="How shared costs are spread over the deployments.")
-    token_class_weights: Annotated[TokenClassWeights, Shape("token_class_weights", empty="falsy")] = None
+    token_class_weights: Annotated[TokenClassWeights, Shape("token_class_weights", empty="falsy")] = Field(
+        None, description="What a token of each class weighs when a cost is spread over tokens.")
     category_rules: Annotated[list[CategoryRule], Shape("category_rules", item="a category rule",
                                                         empty="falsy")] = Field(
         None, description="The rules giving FOCUS cost lines their category, in order.")
