@@ -131,7 +131,8 @@ class ConfigModel(BaseModel):
     its keys are checked in when it is not the order they are declared (and documented) in.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when a file is first read, not when the definitions import this module (a code server's start).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     what: ClassVar[str] = "an entry"
     contract: ClassVar[str | None] = None
