@@ -14,11 +14,12 @@ import pytest
 
 from tests.conftest import COSTS_YAML, DEPLOYMENTS_YAML, SLO_YAML, make_home
 from tokenledger.config import flatten_costs, flatten_deployments, flatten_slo, flatten_whatif, load_config
-from tokenledger.config.models import FILES, ApiPriceSheet, Deployment
-from tokenledger.config.schema import ConfigModel, Shape, container_kind, strip
+from tokenledger.config.models import ApiPriceSheet, Deployment
+from tokenledger.config.schema import ConfigModel, Shape, strip
 from tokenledger.contracts import load_contract
 from tokenledger.errors import ConfigError
 from tokenledger.storage.layout import HomeLayout
+from tools.docs import config_models
 
 
 def _error(flatten: typing.Callable[[Path], object], path: Path, text: str) -> str:
@@ -231,23 +232,7 @@ def test_an_override_merges_headroom_key_by_key_and_replaces_the_buckets(tmp_pat
 
 # --- the models and the contracts agree ------------------------------------------------------------------------------
 
-def _models(model: type[ConfigModel]) -> set[type[ConfigModel]]:
-    """`model` and every model its keys hold."""
-    found = {model}
-    for info in model.model_fields.values():
-        inner = info.annotation
-        while container_kind(inner):
-            inner = typing.get_args(strip(inner)[0])[-1]
-        inner, _ = strip(inner)
-        members = typing.get_args(inner) if typing.get_origin(inner) in (typing.Union, type(int | str)) else (inner,)
-        for member in members:
-            member = strip(member)[0]
-            if isinstance(member, type) and issubclass(member, ConfigModel):
-                found |= _models(member)
-    return found
-
-
-ALL_MODELS = sorted(set().union(*(_models(m) for m in FILES.values())), key=lambda m: m.__name__)
+ALL_MODELS = config_models()  # every model, from the four files' down
 # A leaf's type as the models declare it, and the contract types that read it.
 _TYPES = {int: ("INTEGER", "BIGINT"), float: ("DOUBLE",), Decimal: ("DECIMAL(38,12)",), str: ("VARCHAR",),
           date: ("DATE",), date | datetime: ("TIMESTAMPTZ",), list[str]: ("VARCHAR[]",)}
