@@ -1,6 +1,7 @@
 """The documentation a clone holds is whole: every relative link resolves, every path an asset's description names
 exists, nothing points outside the repository (`../shared/`, `spec/*.md`), and the generated reference
-(docs/tables.md, the field lists of docs/inputs.md) is what `python -m tools.docs` writes today."""
+(docs/tables.md, the field lists of docs/inputs.md, the keys of docs/configuration.md) is what `python -m tools.docs`
+writes today."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import PROJECT_ROOT
 from tokenledger.catalog import TABLES
@@ -156,3 +158,63 @@ def test_every_table_and_input_contract_is_in_the_reference():
             assert f"`{schema}.{name}`" in tables, cid
         elif cid not in ("config", "whatif"):  # the configuration files: docs/configuration.md
             assert f"`{cid}`" in inputs, cid
+
+
+CONFIGURATION_MD = PROJECT_ROOT / "docs" / "configuration.md"
+
+
+def test_the_keys_of_the_configuration_are_up_to_date():
+    """Each `<!-- BEGIN GENERATED: config <model> -->` block of docs/configuration.md is what its model and contract
+    give (tokenledger/config/models.py, data_contracts/config/); the prose around the blocks is kept as written."""
+    text = CONFIGURATION_MD.read_text()
+    assert docs.render_configuration(text) == text, "run python -m tools.docs and commit docs/configuration.md"
+    stale = text.replace("| `gpus_per_replica` | integer |", "| `gpus_per_replica` | number |", 1)
+    assert stale != text and docs.render_configuration(stale) == text  # a hand edit of a block is written over
+
+
+def test_every_config_model_has_its_keys_in_configuration_md():
+    blocks = re.findall(r"<!-- BEGIN GENERATED: config (\w+) -->", CONFIGURATION_MD.read_text())
+    assert sorted(blocks) == sorted(m.__name__ for m in docs.config_models())
+    assert len(blocks) == len(set(blocks))
+
+
+def test_a_block_naming_no_config_model_stops_the_generator():
+    with pytest.raises(SystemExit, match="names config model Deploymnet"):
+        docs.render_configuration("<!-- BEGIN GENERATED: config Deploymnet -->\n<!-- END GENERATED -->\n")
+
+
+def _as_config_file(doc: object) -> tuple[str, object] | None:
+    """The configuration file an example of docs/configuration.md is (or is a part of), and the example as that
+    whole file; None for an example of another file (a load test's run.yaml)."""
+    if isinstance(doc, list) and all(isinstance(d, dict) and "deployment_id" in d for d in doc):
+        return "deployments.yaml", {"deployments": doc}
+    if not isinstance(doc, dict):
+        return None
+    if "deployments" in doc:
+        return "deployments.yaml", doc
+    if "versions" in doc:
+        return ("slo.yaml" if "slo_version" in doc["versions"][0] else "costs.yaml"), doc
+    if "api_prices" in doc:
+        return "costs.yaml", {"versions": [doc]}
+    if doc and all(isinstance(v, dict) and "input_per_mtok" in v for v in doc.values()):
+        return "costs.yaml", {"versions": [{"api_prices": doc}]}
+    if {"scenarios", "models", "traces", "sampling"} & set(doc):
+        return "whatif.yaml", doc
+    return None
+
+
+def test_the_examples_of_configuration_md_read_as_their_models():
+    """Every YAML example of a configuration file (or of a part of one) in docs/configuration.md has the shape its
+    model takes: no key the model does not know, entries nested as it says."""
+    from tokenledger.config.messages import read_file
+    from tokenledger.config.models import FILES
+    from tokenledger.config.source import _LineLoader
+
+    read = []
+    for example in re.findall(r"^```yaml\n(.*?)^```", CONFIGURATION_MD.read_text(), re.DOTALL | re.MULTILINE):
+        found = _as_config_file(yaml.load(example, Loader=_LineLoader))  # noqa: S506 - a safe loader
+        if found is not None:
+            name, doc = found
+            read_file(FILES[name], doc, CONFIGURATION_MD)
+            read.append(name)
+    assert sorted(set(read)) == sorted(FILES) and len(read) >= 7, read

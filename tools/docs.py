@@ -1,6 +1,8 @@
-"""docs/tables.md and the field lists of docs/inputs.md, written from the contracts and the table registry.
+"""docs/tables.md and the field lists of docs/inputs.md and docs/configuration.md, written from the contracts, the
+table registry and the configuration models.
 
-    python -m tools.docs           rewrite docs/tables.md and the generated blocks of docs/inputs.md
+    python -m tools.docs           rewrite docs/tables.md and the generated blocks of docs/inputs.md and
+                                   docs/configuration.md
     python -m tools.docs --check   exit 1, naming the files, when the committed ones differ
 
 A table or input is described once, in its contract (data_contracts/**/*.odcs.yaml, read by tokenledger.contracts) and
@@ -9,6 +11,9 @@ tests/test_docs_links.py fails while the committed files lag behind.
 
 docs/inputs.md is hand-written around its field lists: each list sits between
 `<!-- BEGIN GENERATED: fields <contract>[/<table>] -->` and `<!-- END GENERATED -->` and only that part is rewritten.
+docs/configuration.md likewise, around the keys of each mapping of the configuration files, between
+`<!-- BEGIN GENERATED: config <model> -->` and `<!-- END GENERATED -->`: the model's keys (tokenledger/config/models.py:
+nesting, defaults, meaning) with the type and rules of the contract column each is flattened into.
 """
 
 from __future__ import annotations
@@ -16,9 +21,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import typing
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 
+from pydantic_core import PydanticUndefined
+
 from tokenledger.catalog import TABLES, TableRef
+from tokenledger.config.models import FILES as CONFIG_FILES
+from tokenledger.config.schema import ConfigModel, Shape, container_kind, strip
 from tokenledger.contracts import Column, Contract, Table, load_contract
 from tokenledger.packaged import contract_ids
 
@@ -26,6 +38,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: this tool wr
 DOCS_DIR = PROJECT_ROOT / "docs"
 TABLES_MD = DOCS_DIR / "tables.md"
 INPUTS_MD = DOCS_DIR / "inputs.md"
+CONFIGURATION_MD = DOCS_DIR / "configuration.md"
 
 # The schemas of tables tokenledger writes, in the order docs/tables.md lists them (published first).
 SCHEMAS = ("quality", "infra", "finance", "focus", "core")
@@ -40,6 +53,8 @@ _SCHEMA_TEXT = {
 _BLOCK = re.compile(r"(<!-- BEGIN GENERATED: fields (?P<ref>[\w/]+) -->\n)(?P<body>.*?)(<!-- END GENERATED -->)",
                     re.DOTALL)
 _OTHERS = re.compile(r"(<!-- BEGIN GENERATED: other sources -->\n)(.*?)(<!-- END GENERATED -->)", re.DOTALL)
+_CONFIG_BLOCK = re.compile(r"(<!-- BEGIN GENERATED: config (?P<model>\w+) -->\n)(?P<body>.*?)(<!-- END GENERATED -->)",
+                           re.DOTALL)
 
 
 def _cell(text: str) -> str:
@@ -273,11 +288,143 @@ def render_inputs(text: str) -> str:
     return _OTHERS.sub(lambda m: m.group(1) + _other_sources(text) + m.group(3), text)
 
 
+# --- docs/configuration.md: the keys of the configuration models --------------------------------------------------
+
+# A leaf's type in a configuration file's words: by its contract column's type, else by the model's annotation.
+_CONFIG_TYPES = {"VARCHAR": "text", "INTEGER": "integer", "BIGINT": "integer", "DOUBLE": "number",
+                 "DECIMAL(38,12)": "decimal", "DATE": "date", "TIMESTAMPTZ": "date or timestamp",
+                 "VARCHAR[]": "list of text"}
+_ANNOTATION_TYPES = {str: "text", int: "integer", float: "number", Decimal: "decimal", date: "date",
+                     date | datetime: "date or timestamp", list[str]: "list of text"}
+
+
+def config_models() -> list[type[ConfigModel]]:
+    """Every configuration model: each file's, then depth-first the models its keys hold, in their order."""
+    found: list[type[ConfigModel]] = []
+
+    def visit(model: type[ConfigModel]) -> None:
+        if model in found:
+            return
+        found.append(model)
+        for info in model.model_fields.values():
+            for inner in _models_in(info.annotation):
+                visit(inner)
+
+    for model in CONFIG_FILES.values():
+        visit(model)
+    return found
+
+
+def _models_in(annotation: object) -> list[type[ConfigModel]]:
+    """The models a key's value is (or is a list or mapping of), in the order a union names them."""
+    tp = strip(annotation)[0]
+    while container_kind(tp):
+        tp = strip(typing.get_args(tp)[-1])[0]
+    members = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, type(int | str)) else (tp,)
+    return [m for m in (strip(a)[0] for a in members) if isinstance(m, type) and issubclass(m, ConfigModel)]
+
+
+def _contract_table(model: type[ConfigModel]) -> Table | None:
+    if not model.contract:
+        return None
+    contract, _, table = model.contract.partition("/")
+    return load_contract(contract).table(table)
+
+
+def _config_type(model: type[ConfigModel], key: str, column: Column | None) -> str:
+    info = model.model_fields[key]
+    shape = next((m for m in info.metadata if isinstance(m, Shape)), None)
+    if shape is not None:
+        names = " or ".join(f"`{m.__name__}`" for m in _models_in(info.annotation))
+        kind = container_kind(info.annotation)
+        if kind == "list":
+            return f"list of {names}" if names else "list of text"
+        if kind == "mapping":
+            return f"mapping: {shape.keys} → {names}"
+        return names
+    if column is not None:
+        return _CONFIG_TYPES.get(column.physical_type, column.physical_type)
+    annotation = info.annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        return "text"
+    return _ANNOTATION_TYPES.get(annotation, str(annotation))
+
+
+def _config_default(model: type[ConfigModel], key: str) -> str:
+    info = model.model_fields[key]
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if "default" in extra:
+        return _cell(str(extra["default"]))
+    if info.default is None or info.default is PydanticUndefined:
+        return ""
+    return f"`{info.default}`"
+
+
+def _leaf_columns(model: type[ConfigModel]) -> int:
+    return sum(1 for key, info in model.model_fields.items()
+               if model.column_of(key) and not any(isinstance(m, Shape) for m in info.metadata))
+
+
+def _rules_owners() -> dict[str, type[ConfigModel]]:
+    """For each contract table of the configuration, the model its rules across keys and entries are listed under:
+    the one flattened into most of its columns (an SLO policy's rules under SloPolicy, not SloVersion)."""
+    owners: dict[str, type[ConfigModel]] = {}
+    for model in config_models():
+        best = owners.get(model.contract) if model.contract else model
+        if best is None or _leaf_columns(model) > _leaf_columns(best):
+            owners[model.contract] = model
+    return owners
+
+
+def config_table(model: type[ConfigModel], with_rules: bool = True) -> str:
+    """The keys of `model` as a Markdown table (key, type, required, default, rules, meaning), then, `with_rules`,
+    the rules of its contract table across keys and entries."""
+    table = _contract_table(model)
+    lines = [f"**`{model.__name__}`**: {_cell(model.__doc__ or '')}", "",
+             "| key | type | required | default | rules | meaning |", "|---|---|---|---|---|---|"]
+    for key, info in model.model_fields.items():
+        name = model.column_of(key)
+        shaped = any(isinstance(m, Shape) for m in info.metadata)
+        column = table.column(name) if table is not None and name and not shaped else None
+        default = _config_default(model, key)
+        required = "yes" if info.is_required() else ""
+        if column is not None and not default:
+            required = _required(column)
+        rules = _cell(_rules(column)) if column is not None else ""
+        meaning = _cell(info.description or (column.description if column is not None else ""))
+        lines.append(f"| `{key}` | {_config_type(model, key, column)} | {required} | {default} | {rules} | "
+                     f"{meaning} |")
+    out = "\n".join(lines) + "\n"
+    if table is not None and with_rules and (table.row_rules or table.set_rules):
+        out += "\nRules across keys and entries (checked when the file is read):\n\n" + "\n".join(
+            _table_rules(table)) + "\n"
+    return out
+
+
+def render_configuration(text: str) -> str:
+    """`text` (docs/configuration.md) with every generated block of keys rewritten from its model, a contract
+    table's rules across keys and entries under one of the models flattened into it (`_rules_owners`)."""
+    known = {m.__name__: m for m in config_models()}
+    owners = _rules_owners()
+
+    def block(m: re.Match[str]) -> str:
+        name = m.group("model")
+        if name not in known:
+            raise SystemExit(f"docs/configuration.md names config model {name}, which tokenledger.config.models "
+                             f"does not have (it has {', '.join(known)})")
+        model = known[name]
+        return m.group(1) + config_table(model, owners.get(model.contract) is model) + m.group(4)
+
+    return _CONFIG_BLOCK.sub(block, text)
+
+
 def outputs() -> dict[Path, str]:
     """Each generated file with the text the generator writes."""
     out = {TABLES_MD: render_tables()}
     if INPUTS_MD.is_file():
         out[INPUTS_MD] = render_inputs(INPUTS_MD.read_text())
+    if CONFIGURATION_MD.is_file():
+        out[CONFIGURATION_MD] = render_configuration(CONFIGURATION_MD.read_text())
     return out
 
 

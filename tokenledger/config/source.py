@@ -1,0 +1,118 @@
+"""Reading a configuration file: YAML with the line of every mapping and key, aliases bounded, keys written once.
+
+What the file's entries mean and which keys they take is tokenledger.config.models' business; this module only
+turns text into Python values that remember where they were written, so that every message can name a line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tokenledger.errors import ConfigError
+
+
+class _Mapping(dict):
+    """A YAML mapping that remembers the line it started on and the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int:
+        return getattr(self, "key_lines", {}).get(key, self.line)
+
+
+class _LineLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Mapping:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:  # before merges (<<) are flattened in: only keys written here
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in one mapping (lines "
+                        f"{seen[key_node.value]} and {line}); only one can be meant", key_node.start_mark)
+                seen[key_node.value] = line
+        mapping = _Mapping(super().construct_mapping(node, deep=True))
+        mapping.line = node.start_mark.line + 1
+        mapping.key_lines = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                mapping.key_lines[key_node.value] = key_node.start_mark.line + 1
+        return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _LineLoader.construct_mapping)
+
+
+# A configuration file is a few hundred entries. YAML aliases let a few kilobytes stand for billions of nodes
+# (each alias repeats a whole subtree, and aliases nest): the expanded document is bounded before it is built.
+MAX_EXPANDED_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node, path: Path) -> int:
+    """How many nodes the document has once every alias is expanded (an alias counts its whole subtree)."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            on_path.discard(key)
+            sizes[key] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED_NODES + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{path} line {node.start_mark.line + 1}: an alias refers to a node that contains "
+                              "it, so the document never ends. Write the entry out, then re-run.")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file, turning a syntax error into a message with the file, line and column.
+
+    Aliases are allowed (`<<: *base` is a common way to write versions), but the document they expand to is
+    bounded by MAX_EXPANDED_NODES before anything is built, so a few kilobytes of nested aliases cannot exhaust
+    memory. A key written twice in one mapping is an error rather than a silent overwrite.
+    """
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing (formats: docs/configuration.md).")
+    try:
+        loader = _LineLoader(path.read_text(encoding="utf-8"))
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            expanded = _expanded_nodes(node, path)
+            if expanded > MAX_EXPANDED_NODES:
+                raise ConfigError(
+                    f"{path}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes (a configuration "
+                    "has a few thousand at most), so it is refused unread. Write the entries out without nested "
+                    "aliases, then re-run.")
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path} is not valid YAML{where}: {problem}. Fix the file and re-run.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason}). Save it as UTF-8 and re-run.") from None
+
+
+def _line(obj: Any, fallback: int = 0) -> int:
+    """The line a mapping of the file starts on (`fallback` for anything that is not one)."""
+    return getattr(obj, "line", fallback)
