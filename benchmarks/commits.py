@@ -184,9 +184,18 @@ class Option:
 class Tokenledger(Option):
     def __init__(self, s: Setting) -> None:
         super().__init__(s)
-        from tokenledger.storage.remote import RemoteHome
+        from tokenledger.storage.remote import CURRENT_KEY, RemoteHome
 
-        self.remote = RemoteHome.parse(f"s3://{s.bucket}/{s.prefix}")
+        puts = self.manifest_puts = []
+
+        class CountingHome(RemoteHome):
+            # Each conditional put of the manifest is one attempt of a commit: counted around the call, at the bucket.
+            def put(self, relative: str, body: bytes, **condition: Any) -> str:
+                if relative == CURRENT_KEY:
+                    puts.append(relative)
+                return super().put(relative, body, **condition)
+
+        self.remote = CountingHome.parse(f"s3://{s.bucket}/{s.prefix}")
 
     def publish(self, day: date, run_id: str) -> dict:
         import pyarrow.parquet as pq
@@ -201,12 +210,12 @@ class Tokenledger(Option):
             for relative, body in side_files(day, run_id).items():
                 staged[relative] = Path(tmp) / relative.replace("/", "_")
                 staged[relative].write_bytes(body)
-            attempts = []
-            manifest = remote.commit(self.remote, staged, before_switch=lambda: attempts.append(1))
+            before = len(self.manifest_puts)
+            manifest = remote.commit(self.remote, staged)
             if self.s.option == "tokenledger-publish":
                 remote.mirror_plain_prefixes(self.remote, manifest, staged)
                 remote.collect(self.remote, manifest)
-        return {"retries": len(attempts) - 1, "failed_tables": []}
+        return {"retries": len(self.manifest_puts) - before - 1, "failed_tables": []}
 
     def read(self, day: date) -> dict[str, collections.Counter]:
         import pyarrow.parquet as pq

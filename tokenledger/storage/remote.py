@@ -34,7 +34,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -316,8 +316,7 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None,
-           before_switch: Callable[[], None] | None = None) -> Manifest:
+def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None) -> Manifest:
     """Publish `staged` (path in the version -> local file) on top of what the bucket has published.
 
     The files are uploaded under this commit's own keys, then the manifest is replaced with a conditional put. When
@@ -347,8 +346,6 @@ def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | No
         new = Manifest(base.version + 1, {**base.files, **entries})
         body = json.dumps({"version": new.version, "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
                            "commit": commit_id, "files": new.files}, indent=1, sort_keys=True).encode()
-        if before_switch:  # each attempt at the conditional put (benchmarks/commits.py counts them)
-            before_switch()
         failpoint("publish:before-switch")
         try:
             etag = remote.put(CURRENT_KEY, body, if_match=base.etag, if_absent=base.etag is None)
