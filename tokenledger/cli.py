@@ -309,7 +309,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     """What the range published and where: rows per table, the reconciliation, the quarantine."""
     import duckdb
 
-    from tokenledger.catalog import PUBLISHED_TABLES
+    from tokenledger.catalog import PUBLISHED_TABLES, TRACES, TREND
     from tokenledger.publish.versions import manifest_name, published_exports
     from tokenledger.storage import lake
     from tokenledger.storage.duck import literal_path
@@ -331,11 +331,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)", {"f": present}
                            ).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<{width}} {len(present):>3} day(s) {rows:>12,} rows")
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.catalog import TableRef
-    from tokenledger.whatif.replay import TRACES
-
-    for whole, span in ((TREND, "all days"), (TableRef(*TRACES), "  traces")):
+    for whole, span in ((TREND, "all days"), (TRACES, "  traces")):
         path = exports / whole.schema / whole.name / lake.DATA_FILE
         if path.is_file():
             rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)",

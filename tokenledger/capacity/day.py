@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 import yaml
 
-from tokenledger.accounting.day import attach_day, judge_requests, write_table
+from tokenledger.accounting.day import judge_requests
 from tokenledger.capacity.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.capacity.queueing import (
     Headroom,
@@ -36,7 +36,6 @@ from tokenledger.capacity.queueing import (
 from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError
 from tokenledger.faults import failpoint
-from tokenledger.ingest.sources import DayWindow
 from tokenledger.publish.versions import published_days, published_exports
 from tokenledger.report.review import PEAK_BASIS, Review, render_html, render_markdown
 from tokenledger.storage import lake
@@ -49,6 +48,7 @@ from tokenledger.storage.duck import (
     statement,
     used_params,
 )
+from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
 # Seed 000's redundancy: the share of a replica's measured concurrency its rule plans for.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from tokenledger.catalog import TableRef
+from tokenledger.catalog import TREND
 from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError
 from tokenledger.expectations import CRITICAL, Validation, validate_files
@@ -24,8 +24,6 @@ from tokenledger.storage.duck import literal_path, sql_path, statement
 from tokenledger.storage.layout import HomeLayout
 from tokenledger.storage.remote import COMMIT_ATTEMPTS, Conflict
 
-# Rebuilt whole, so not partitioned by day: one file with `day` a column, alone in its folder (a dataset of one).
-TREND = TableRef("infra", "capacity_trend")
 SOURCES = {"capacity": ("infra", "capacity_daily"), "cost": ("finance", "cost_per_mtok_daily"),
            "slo": ("infra", "slo_daily")}
 

@@ -39,9 +39,9 @@ from pathlib import Path
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, WHOLE_TABLES, TableRef
 from tokenledger.errors import LedgerError
-from tokenledger.publish.versions import CURRENT, EXPORTS, LAKE, exclusive
+from tokenledger.publish.versions import CURRENT, EXPORTS, LAKE, exclusive, pull_published
 from tokenledger.storage import lake
 from tokenledger.storage.layout import HomeLayout, url_safe_folder
 
@@ -166,18 +166,12 @@ def _view(ref: TableRef, pattern: str, marker: str, day_in_path: bool = False) -
 
 
 def _known_views() -> set[str]:
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.whatif.replay import TRACES
-
-    return {ref.qualified for ref in (*CORE_TABLES, *PUBLISHED_TABLES, TREND, TableRef(*TRACES), PENDING_QUARANTINE)}
+    return {ref.qualified for ref in (*CORE_TABLES, *PUBLISHED_TABLES, *WHOLE_TABLES, PENDING_QUARANTINE)}
 
 
 def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
     """(view, CREATE statement) for every table that has a published day (and the tables published whole: the
     trend and the what-if's traces; the pending quarantine)."""
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.whatif.replay import TRACES
-
     marker = home_marker(layout)
     current = layout.published / CURRENT
     # Relative to the home: .published/current/exports is what exports/ shows (exports may be configured elsewhere).
@@ -192,7 +186,7 @@ def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
             statements.append((ref.qualified, _view(
                 ref, f"{relative_current}/{EXPORTS}/{ref.schema}/{ref.name}/day=*/{lake.DATA_FILE}", marker,
                 day_in_path=True)))
-    for whole in (TREND, TableRef(*TRACES)):
+    for whole in WHOLE_TABLES:
         if (current / EXPORTS / whole.schema / whole.name / lake.DATA_FILE).is_file():
             statements.append((whole.qualified, _view(
                 whole, f"{relative_current}/{EXPORTS}/{whole.schema}/{whole.name}/*.parquet", marker)))
@@ -250,8 +244,6 @@ def connect(home: HomeLayout | str | Path, read_only: bool = True) -> duckdb.Duc
     by an earlier tokenledger (absolute paths, perhaps of the home this one was copied from) are rewritten first."""
     layout = home if isinstance(home, HomeLayout) else HomeLayout.of(home)
     if layout.remote is not None:  # the bucket's published version, core tables included, then views over it
-        from tokenledger.publish.versions import pull_published
-
         layout.home.mkdir(parents=True, exist_ok=True)
         pull_published(layout, core=True)
     views = refresh_views(layout)

@@ -11,13 +11,16 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import date
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from tokenledger.storage.duck import quote_path, sql_path, used_params
+from tokenledger.errors import LedgerError
+from tokenledger.storage.duck import quote_path, sql_path, statement, used_params
+from tokenledger.storage.layout import HomeLayout
 
 DATA_FILE = "data.parquet"
 
@@ -109,3 +112,38 @@ def scratch_view(con: duckdb.DuckDBPyConnection, name: str, query: str, path: Pa
     finally:
         con.execute(f"DROP VIEW IF EXISTS {name}")
         path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class DayWindow:
+    """One UTC day as a half-open interval [start, end) of aware datetimes."""
+
+    day: date
+
+    @property
+    def start(self) -> datetime:
+        return datetime.combine(self.day, time.min, tzinfo=UTC)
+
+    @property
+    def end(self) -> datetime:
+        return self.start + timedelta(days=1)
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        return {"day": self.day, "day_start": self.start, "day_end": self.end, **extra}
+
+
+def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
+               table: str) -> None:
+    """`view` over one day of a lake table; a missing day is the user's to fix by running its upstream."""
+    path = day_file(layout.lake, schema, table, window.day)
+    if not path.is_file():
+        raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
+                          f"{schema}/{table} first (or run the whole day).")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({sql_path(path)})")
+
+
+def write_table(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
+                **params: object) -> int:
+    """Write sql/<stage>/<table>.sql for the day to lake/<schema>/<table>/day=D/data.parquet; returns its rows."""
+    return write_query(con, statement(table), day_file(layout.lake, schema, table, window.day),
+                       window.params(**params))
