@@ -404,7 +404,7 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     from dagster import DagsterInstance
 
     from tokenledger.pipelines.definitions import defs
-    from tokenledger.publish.versions import exclusive
+    from tokenledger.storage.locks import exclusive
 
     _check_range(start, end, end_given)
     if parallel and os.environ.get("TOKENLEDGER_EXECUTOR", "").strip() == "celery":

@@ -210,7 +210,7 @@ def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
 def _write_staged(con: duckdb.DuckDBPyConnection, query: str, target: Path,
                   params: dict[str, Any] | None = None) -> int:
     """Write staged rows to the scratch file `target`, in any order: each row carries its file_index and
-    source_line, which every reader keys or orders by (lake.stage_query, `ordered`)."""
+    source_line, which every reader keys or orders by (lake.write_query, `ordered`)."""
     return lake.write_query(con, query, target, params, scratch=True, ordered=False)
 
 

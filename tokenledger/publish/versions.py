@@ -28,7 +28,6 @@ in `exports/_manifests/`, a folder dataset readers skip. Parquet keeps every val
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -36,7 +35,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -47,10 +45,10 @@ import duckdb
 from tokenledger.catalog import TableRef
 from tokenledger.errors import LedgerError
 from tokenledger.faults import failpoint
-from tokenledger.storage import lake
+from tokenledger.storage import atomic, lake
 from tokenledger.storage.duck import quote_path, sql_path, used_params
-from tokenledger.storage.housekeeping import owner_tag
 from tokenledger.storage.layout import HomeLayout
+from tokenledger.storage.locks import exclusive
 
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
@@ -125,19 +123,6 @@ def published_days(files: str) -> str:
             "union_by_name = true, hive_partitioning = false)")
 
 
-@contextmanager
-def exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_file` (created if needed) across processes; the kernel releases it if the
-    process dies."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 # --- staging -------------------------------------------------------------------------------------------------------
 
 class Staging:
@@ -148,7 +133,7 @@ class Staging:
 
     def __init__(self, layout: HomeLayout) -> None:
         self.layout = layout
-        self.root = layout.published / "staging" / f"{owner_tag()}-{uuid.uuid4().hex[:12]}"
+        self.root = layout.published / "staging" / f"{atomic.owner_tag()}-{uuid.uuid4().hex[:12]}"
         self.files: dict[str, Path] = {}  # path in the version tree -> staged file, or a lake file to link
 
     def path(self, relative: str) -> Path:
@@ -304,9 +289,7 @@ def _point(layout: HomeLayout, name: str, folder: Path) -> None:
         parked = layout.published / f"legacy-{name}-{uuid.uuid4().hex[:8]}"
         os.rename(folder, parked)
         shutil.rmtree(parked, ignore_errors=True)
-    tmp = folder.with_name(f".{folder.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
-    os.symlink(pointer, tmp)
-    os.replace(tmp, folder)
+    atomic.symlink(folder, pointer)
 
 
 def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | None = None) -> Path:
@@ -360,17 +343,16 @@ def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = fro
             _link_or_copy(source, target)
     for name in _pointers(layout):
         (new / name).mkdir(exist_ok=True)
-    switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-    os.symlink(new.name, switch)
-    if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
-        # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
-        # Its files are not read (the copied exports folder was taken in above); set it aside.
-        stale = root / f".stale-{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-        os.rename(root / CURRENT, stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    if layout.remote is None:
-        failpoint("publish:before-switch")
-    os.replace(switch, root / CURRENT)
+    with atomic.replacing(root / CURRENT) as switch:
+        switch.symlink_to(new.name)
+        if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
+            # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
+            # Its files are not read (the copied exports folder was taken in above); set it aside.
+            stale = atomic.temporary_name(root / f"stale-{CURRENT}")
+            os.rename(root / CURRENT, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        if layout.remote is None:
+            failpoint("publish:before-switch")
     if layout.remote is None:
         failpoint("publish:after-switch")
     for name, folder in _pointers(layout).items():
@@ -415,7 +397,7 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
         wanted = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(pulled)}
         kept = {rel: current / rel for rel, entry in wanted.items()
                 if current and local["files"].get(rel, {}).get("key") == entry["key"] and (current / rel).is_file()}
-        download = layout.published / "staging" / f"{owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
+        download = layout.published / "staging" / f"{atomic.owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
         try:
             fetched = {rel: download / rel for rel in wanted if rel not in kept}
             remote._each(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenledger.errors import ConfigError
+from tokenledger.storage import atomic
 
 if TYPE_CHECKING:
     from tokenledger.storage.remote import RemoteHome
@@ -152,10 +153,6 @@ def url_safe_folder(folder: Path, unsafe: frozenset[str] = _URL_UNSAFE) -> Path:
         return folder
     alias = Path(tempfile.gettempdir()) / "tokenledger" / (
         "link-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16])
-    alias.parent.mkdir(parents=True, exist_ok=True)
     if not (alias.is_symlink() and os.readlink(alias) == str(folder.resolve())):
-        tmp = alias.with_name(f".{alias.name}.pid{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(folder.resolve())
-        os.replace(tmp, alias)
+        atomic.symlink(alias, folder.resolve())
     return alias

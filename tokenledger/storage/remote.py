@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenledger.errors import ConfigError, EnvironmentProblem
+from tokenledger.storage import atomic, retry
 
 SCHEMES = ("s3",)
 WORK_DIR_ENV = "TOKENLEDGER_WORK_DIR"
@@ -167,18 +168,14 @@ class RemoteHome:
         return names
 
     def download(self, relative: str, target: Path, known: RemoteObject | None = None) -> None:
-        """The object to `target`, replaced whole (a temporary name, then a rename), with the object's time."""
+        """The object to `target`, replaced whole (tokenledger/storage/atomic.py), with the object's time."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        with atomic.replacing(target) as tmp:
             with self.talking("reading", relative):
                 self.client.download_file(self.bucket, self.key(relative), str(tmp))
                 stamp = known.mtime if known else self.client.head_object(
                     Bucket=self.bucket, Key=self.key(relative))["LastModified"].timestamp()
             os.utime(tmp, (stamp, stamp))
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def upload(self, source: Path, relative: str) -> RemoteObject:
         with self.talking("writing", relative):
@@ -339,7 +336,7 @@ def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | No
     _each(items[: len(items) // 2], upload)
     failpoint("publish:linking")
     _each(items[len(items) // 2:], upload)
-    for attempt in range(COMMIT_ATTEMPTS):
+    for _ in retry.attempts(COMMIT_ATTEMPTS, pause_s=0.05, most_s=2.0):
         base = current_manifest(remote)
         if expect_version is not None and base.version != expect_version:
             raise Conflict(CURRENT_KEY)
@@ -352,7 +349,6 @@ def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | No
         except Conflict:
             if expect_version is not None:
                 raise
-            time.sleep(min(0.05 * 2 ** attempt, 2.0))
             continue
         failpoint("publish:after-switch")
         return Manifest(new.version, new.files, etag)
