@@ -4,7 +4,7 @@ One day as tokenledger publishes it (the 15 published tables and the 8 core tabl
 194 KB, 1 MB in all, plus 3 CSV, the day's JSON manifest and an HTML report) goes into a bucket on moto's S3 server
 (tests/s3server.py, 127.0.0.1) four ways:
 
-- tokenledger-commit   tokenledger.storage.remote.commit as it is: every file under the commit's own keys, then the one
+- tokenledger-commit   tokenledger.publish.bucket.commit as it is: every file under the commit's own keys, then the one
                        manifest `.published/current.json` replaced by a conditional put (If-Match the ETag read);
 - tokenledger-publish  the same, then what publishing does after it: the copies under exports/ and reports/ that
                        folder readers list, and the collection of unreferenced uploads;
@@ -184,7 +184,8 @@ class Option:
 class Tokenledger(Option):
     def __init__(self, s: Setting) -> None:
         super().__init__(s)
-        from tokenledger.storage.remote import CURRENT_KEY, RemoteHome
+        from tokenledger.publish.bucket import CURRENT_KEY
+        from tokenledger.storage.remote import RemoteHome
 
         puts = self.manifest_puts = []
 
@@ -200,7 +201,7 @@ class Tokenledger(Option):
     def publish(self, day: date, run_id: str) -> dict:
         import pyarrow.parquet as pq
 
-        from tokenledger.storage import remote
+        from tokenledger.publish import bucket
 
         with tempfile.TemporaryDirectory(dir=self.s.tmp) as tmp:
             staged = {}
@@ -211,16 +212,16 @@ class Tokenledger(Option):
                 staged[relative] = Path(tmp) / relative.replace("/", "_")
                 staged[relative].write_bytes(body)
             before = len(self.manifest_puts)
-            manifest = remote.commit(self.remote, staged)
+            manifest = bucket.commit(self.remote, staged)
             if self.s.option == "tokenledger-publish":
-                remote.mirror_plain_prefixes(self.remote, manifest, staged)
-                remote.collect(self.remote, manifest)
+                bucket.mirror_plain_prefixes(self.remote, manifest, staged)
+                bucket.collect(self.remote, manifest)
         return {"retries": len(self.manifest_puts) - before - 1, "failed_tables": []}
 
     def read(self, day: date) -> dict[str, collections.Counter]:
         import pyarrow.parquet as pq
 
-        from tokenledger.storage.remote import current_manifest
+        from tokenledger.publish.bucket import current_manifest
 
         files = current_manifest(self.remote).files  # one GET: the version every path below belongs to
 

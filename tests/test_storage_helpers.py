@@ -1,4 +1,5 @@
-"""The storage layer's one way of each: a file replaced whole (atomic), a lock file (locks), trying again (retry)."""
+"""The storage layer's one way of each: a file replaced whole (atomic), a lock file (locks), trying again (retry), and
+a bucket home that talks to no one until it is used (remote)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tokenledger.storage import atomic, locks, retry
+from tokenledger.storage.layout import HomeLayout
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -71,3 +73,16 @@ def test_attempts_stop_once_their_time_is_up(monkeypatch: pytest.MonkeyPatch) ->
     # Started at 0 with 5 s to go; the clock reads 2, 4, 6 after each attempt: the third is the last.
     assert list(retry.attempts(within_s=5, pause_s=0.1)) == [0, 1, 2]
 
+
+def test_naming_a_bucket_home_talks_to_no_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    boto3 = pytest.importorskip("boto3")
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("an S3 client was made while only naming the home")
+
+    monkeypatch.setattr(boto3, "client", refuse)
+    monkeypatch.setenv("TOKENLEDGER_WORK_DIR", str(tmp_path))
+    layout = HomeLayout.of("s3://bucket-that-does-not-answer/prefix")
+    assert (layout.name, layout.home) == ("s3://bucket-that-does-not-answer/prefix", tmp_path)
+    with pytest.raises(AssertionError, match="S3 client was made"):
+        layout.remote.client  # noqa: B018  (the first use makes it)

@@ -10,6 +10,7 @@ from tokenledger.catalog import TREND
 from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError
 from tokenledger.expectations import CRITICAL, Validation, validate_files
+from tokenledger.publish.bucket import COMMIT_ATTEMPTS
 from tokenledger.publish.versions import (
     EXPORTS,
     Staging,
@@ -22,7 +23,7 @@ from tokenledger.storage import lake, retry
 from tokenledger.storage.duck import literal_path, sql_path, statement
 from tokenledger.storage.layout import HomeLayout
 from tokenledger.storage.locks import exclusive
-from tokenledger.storage.remote import COMMIT_ATTEMPTS, Conflict
+from tokenledger.storage.remote import Conflict
 
 SOURCES = {"capacity": ("infra", "capacity_daily"), "cost": ("finance", "cost_per_mtok_daily"),
            "slo": ("infra", "slo_daily")}

@@ -45,10 +45,12 @@ import duckdb
 from tokenledger.catalog import TableRef
 from tokenledger.errors import LedgerError
 from tokenledger.faults import failpoint
+from tokenledger.publish import bucket
 from tokenledger.storage import atomic, lake
 from tokenledger.storage.duck import quote_path, sql_path, used_params
 from tokenledger.storage.layout import HomeLayout
 from tokenledger.storage.locks import exclusive
+from tokenledger.storage.remote import in_parallel
 
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
@@ -296,10 +298,9 @@ def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | No
     """Build a new version from the current one plus the staged files, then switch `current` to it (one rename).
 
     Returns the new version's folder. The staging folder is emptied (its files are moved into the version). On a
-    home on object storage the files are committed to the bucket (`tokenledger.storage.remote.commit`) and the new
-    version
-    pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was published
-    since that one (a local home needs no such check: its versions are built under one lock)."""
+    home on object storage the files are committed to the bucket (`tokenledger.publish.bucket.commit`) and the new
+    version pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was
+    published since that one (a local home needs no such check: its versions are built under one lock)."""
     if layout.remote is not None:
         return _publish_remote(layout, staging, expect_version)
     root = layout.published
@@ -379,14 +380,12 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
     """Make the work folder's current version the bucket's published one: its exports and reports, and with `core`
     its core tables too (what the warehouse's core views read; the steps never need them). Files already pulled
     are hard-linked from the previous local version, the others downloaded. Returns the version number."""
-    from tokenledger.storage import remote
-
     # Every step of a run asks: when the manifest's ETag is the one pulled last, nothing more is read.
     local = pulled_manifest(layout)
     if local.get("etag") and current_version(layout) and local.get("core", False) >= core and \
-            remote_etag(layout) == local["etag"]:
+            bucket.current_etag(layout.remote) == local["etag"]:
         return local["version"]
-    manifest = remote.current_manifest(layout.remote)
+    manifest = bucket.current_manifest(layout.remote)
     with exclusive(layout.locks / "publish.lock"):
         local = pulled_manifest(layout)
         if local["version"] == manifest.version and local.get("etag") == manifest.etag and current_version(layout) \
@@ -400,7 +399,7 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
         download = layout.published / "staging" / f"{atomic.owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
         try:
             fetched = {rel: download / rel for rel in wanted if rel not in kept}
-            remote._each(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))
+            in_parallel(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))
             for rel, path in fetched.items():
                 if _sha256(path) != wanted[rel]["sha256"]:
                     raise LedgerError(f"{layout.remote.where(wanted[rel]['key'])} differs from its manifest "
@@ -417,20 +416,12 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
     return manifest.version
 
 
-def remote_etag(layout: HomeLayout) -> str | None:
-    from tokenledger.storage.remote import CURRENT_KEY
-
-    return layout.remote.etag(CURRENT_KEY)
-
-
 def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None) -> Path:
     """Commit the staged files to the bucket, copy them to the plain prefixes, pull the new version (publish_files)."""
-    from tokenledger.storage import remote
-
     try:
-        manifest = remote.commit(layout.remote, staging.files, expect_version)
-        remote.mirror_plain_prefixes(layout.remote, manifest, staging.files)
-        remote.collect(layout.remote, manifest)
+        manifest = bucket.commit(layout.remote, staging.files, expect_version)
+        bucket.mirror_plain_prefixes(layout.remote, manifest, staging.files)
+        bucket.collect(layout.remote, manifest)
     finally:
         staging.discard()
     pull_published(layout)

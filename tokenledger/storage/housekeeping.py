@@ -11,7 +11,7 @@
 - **Cleaning.** At the start of every run (and of `tokenledger run`) orphans are removed: scratch folders and
   staging folders of dead processes, temporary files of dead processes in the lake folders of the run's days and
   in the reports folder, and the Dagster runs of dead processes still marked as started are marked failed, with
-  a message saying the process was killed.
+  a message saying the process was killed (pipelines/resources.py, from `dead_runs`).
 """
 
 from __future__ import annotations
@@ -205,22 +205,3 @@ def dead_runs(layout: HomeLayout) -> list[dict[str, Any]]:
         if record.get("host") == host and not _alive(int(record.get("pid", 0))):
             found.append({**record, "file": path})
     return found
-
-
-def fail_dead_runs(layout: HomeLayout, instance: Any) -> list[str]:
-    """Mark the Dagster runs of dead processes that are still 'started' as failed; returns their ids."""
-    from dagster import DagsterRunStatus
-
-    failed = []
-    for record in dead_runs(layout):
-        run = instance.get_run_by_id(record["run_id"])
-        if run is not None and run.status in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING,
-                                              DagsterRunStatus.CANCELING):
-            instance.report_run_failed(run, message=f"process {record['pid']} on {record['host']} ended without "
-                                                     "finishing this run (killed, or the machine restarted); "
-                                                     "tokenledger marked it failed when the next run started. "
-                                                     "A day is published in one step or not at all, so the "
-                                                     "published days are whole either way.")
-            failed.append(record["run_id"])
-        record["file"].unlink(missing_ok=True)
-    return failed

@@ -8,13 +8,11 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tokenledger.errors import ConfigError
 from tokenledger.storage import atomic
+from tokenledger.storage.remote import RemoteHome, is_remote, pull, work_dir
 
-if TYPE_CHECKING:
-    from tokenledger.storage.remote import RemoteHome
 
 @dataclass(frozen=True)
 class HomeLayout:
@@ -42,8 +40,6 @@ class HomeLayout:
         exports: str | Path | None = None,
         reports: str | Path | None = None,
     ) -> HomeLayout:
-        from tokenledger.storage.remote import RemoteHome, is_remote, work_dir
-
         remote = None
         if is_remote(home):
             remote = RemoteHome.parse(str(home))
@@ -115,8 +111,6 @@ class HomeLayout:
         """Fail early, with what to do, when the home or its config folder is missing (for a remote home, after
         pulling its config/)."""
         if self.remote is not None:
-            from tokenledger.storage.remote import pull
-
             self.home.mkdir(parents=True, exist_ok=True)
             pull(self.remote, self.home, "config/")
             missing = [n for n in ("deployments.yaml", "slo.yaml", "costs.yaml") if not (self.config / n).is_file()]
