@@ -257,7 +257,7 @@ def test_the_last_block_counts_only_up_to_the_input(tmp_path: Path) -> None:
 
 def test_requests_out_of_arrival_order_stop_the_replay(tmp_path: Path) -> None:
     # The LRU replay reads whatif_requests in its file's order (no sort): a file out of order must not give figures.
-    from tokenledger.whatif import replay, replay_day
+    from tokenledger.whatif.replay import replay, replay_day
 
     con = duckdb.connect()
     _day_tables(con, FIVE, scenarios=[SCENARIOS[1]])
