@@ -23,11 +23,12 @@ demo: $(BIN)/.installed-dev
 		--requests-per-day $(DEMO_REQUESTS_PER_DAY) --seed $(DEMO_SEED) --with-loadtest
 	$(BIN)/tokenledger run --home $(DEMO_HOME) --start $(DEMO_START) --end $(DEMO_END)
 
-# The Dagster definitions must load (what `dagster definitions validate` checks), the code must lint clean,
-# then the tests.
+# The Dagster definitions must load (what `dagster definitions validate` checks), the code must lint clean and keep
+# its layers (lint-imports on the package as installed: tools/lint_imports.py), then the tests.
 test: $(BIN)/.installed-dev
 	$(BIN)/dagster definitions validate -m tokenledger.pipelines.definitions
 	$(BIN)/ruff check .
+	$(BIN)/python -m tools.lint_imports
 	$(BIN)/python -m pytest -q -m "not distributed"
 
 # The tests that start real Dagster daemons, run workers, Celery workers and brokers (pytest -m distributed): a step
@@ -52,6 +53,7 @@ bench: $(BIN)/.installed-dev
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/python -m tools.lint_imports
 
 # docs/tables.md and the field lists of docs/inputs.md, from the contracts and the registry (after changing either).
 docs: $(BIN)/.installed-dev

@@ -30,7 +30,7 @@ from tokenledger.capacity.day import (
     staged_report_paths,
 )
 from tokenledger.catalog import PUBLISHED_TABLES
-from tokenledger.ingest.sources import DayWindow
+from tokenledger.storage.lake import DayWindow
 
 
 @table_asset("core.loadtest_steps")

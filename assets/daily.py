@@ -13,9 +13,12 @@ import duckdb
 from tokenledger.pipelines.partitions import days_of
 from tokenledger.pipelines.resources import LedgerResource
 
+from tokenledger.catalog import TABLES
 from tokenledger.config import load_config
+from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError, environment_problem
-from tokenledger.ingest.sources import DayWindow
+from tokenledger.storage import lake
+from tokenledger.storage.lake import DayWindow
 
 DayFn = Callable[[duckdb.DuckDBPyConnection, DayWindow, Path], dict[str, Any]]
 
@@ -99,8 +102,6 @@ def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:
 
 def column_schema(ref) -> dg.TableSchema:
     """The table's columns as its contract declares them (names, types, descriptions), for the catalog."""
-    from tokenledger.contracts import load_contract
-
     table = load_contract(ref.contract_id).table(ref.contract_table)
     return dg.TableSchema(columns=[
         dg.TableColumn(c.name, c.physical_type, description=c.description or None) for c in table.columns])
@@ -109,9 +110,6 @@ def column_schema(ref) -> dg.TableSchema:
 def catalog_metadata(ledger: LedgerResource, key: dg.AssetKey, days: list[date]) -> dict[str, Any]:
     """The catalog's view of a day table: its column schema from the contract and its file (for a one-day run
     the day's file; for a range, whose materialization Dagster records on each of its days, the table's folder)."""
-    from tokenledger.catalog import TABLES
-    from tokenledger.storage import lake
-
     ref = next((r for r in TABLES if r.key_path == list(key.path)), None)
     if ref is None:
         return {}

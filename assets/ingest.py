@@ -14,13 +14,13 @@ from tokenledger.ingest.gpu import ingest_gpu_day
 from tokenledger.ingest.sources import (
     LINE_BY_LINE,
     READ_JSON,
-    DayWindow,
     IngestCounts,
     ingest_billing_day,
     ingest_deployments_day,
     ingest_gateway_day,
     stage_billing,
 )
+from tokenledger.storage.lake import DayWindow
 
 
 def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:

@@ -17,18 +17,18 @@ from tokenledger.pipelines.partitions import daily_partitions, days_of, single_r
 from tokenledger.pipelines.resources import LedgerResource
 
 from tokenledger.capacity.day import REVIEW, staged_report_paths
-from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TRACES
 from tokenledger.faults import failpoint
-from tokenledger.ingest.sources import DayWindow
 from tokenledger.publish.versions import EXPORTS, Staging, publish_files, stage_day, verify_day
 from tokenledger.publish.warehouse import refresh_views
 from tokenledger.storage import lake
-from tokenledger.whatif.replay import TRACES, traces_file
+from tokenledger.storage.lake import DayWindow
+from tokenledger.whatif.replay import traces_file
 
 # Every published table of the registry, so a table marked published there is published here, and every other step
 # of the day: the review, and the traces table published beside the day tables.
 PUBLISHED_KEYS = [dg.AssetKey(ref.key_path) for ref in PUBLISHED_TABLES]
-UPSTREAM_KEYS = [*PUBLISHED_KEYS, dg.AssetKey(list(REVIEW)), dg.AssetKey(list(TRACES))]
+UPSTREAM_KEYS = [*PUBLISHED_KEYS, dg.AssetKey(list(REVIEW)), dg.AssetKey(TRACES.key_path)]
 _VIEWS = dg.AssetCheckSpec("warehouse_views", asset=dg.AssetKey(["publish", "exports"]), blocking=False,
                            description="The warehouse views could be refreshed (another process holding "
                                        "warehouse.duckdb for writing prevents it).")
@@ -55,7 +55,7 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
     try:
         result = for_each_day(context, ledger, stage)
         if (traces := traces_file(layout)).is_file():  # this run's, its contract checked upstream
-            staging.add_link(traces, f"{EXPORTS}/{TRACES[0]}/{TRACES[1]}/{lake.DATA_FILE}")
+            staging.add_link(traces, f"{EXPORTS}/{TRACES.schema}/{TRACES.name}/{lake.DATA_FILE}")
         with user_errors(f"publishing to {layout.published}"):
             failpoint("publish:staged")
             version = publish_files(layout, staging)

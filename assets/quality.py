@@ -6,9 +6,10 @@ from tokenledger.assets.daily import for_each_day
 from tokenledger.assets.tables import table_asset
 from tokenledger.pipelines.resources import LedgerResource
 
-from tokenledger.ingest.sources import STAGES, DayWindow
+from tokenledger.ingest.sources import STAGES
 from tokenledger.storage import lake
 from tokenledger.storage.duck import literal_path, statement
+from tokenledger.storage.lake import DayWindow
 
 
 def _gather(ledger: LedgerResource, table: str, part: str):

@@ -24,11 +24,10 @@ from tokenledger.accounting.day import (
     judge_requests,
     slo_percentiles,
     slo_version_in_force,
-    write_table,
 )
 from tokenledger.catalog import TABLES, TableRef, table
 from tokenledger.contracts import load_contract
-from tokenledger.ingest.sources import DayWindow
+from tokenledger.storage.lake import DayWindow, write_table
 
 
 def _table_asset(ref: TableRef, compute: Callable[..., dg.MaterializeResult], description: str | None = None

@@ -6,7 +6,8 @@ from tokenledger.assets.publish import published_exports
 from tokenledger.pipelines.partitions import single_run
 from tokenledger.pipelines.resources import LedgerResource
 
-from tokenledger.capacity.trend import TREND, rebuild_trend
+from tokenledger.capacity.trend import rebuild_trend
+from tokenledger.catalog import TREND
 from tokenledger.expectations import CRITICAL
 from tokenledger.publish.warehouse import refresh_views
 

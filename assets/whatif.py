@@ -13,15 +13,16 @@ from tokenledger.assets.tables import table_asset
 from tokenledger.pipelines.partitions import single_run
 from tokenledger.pipelines.resources import LedgerResource
 
+from tokenledger.catalog import TRACES
 from tokenledger.config import load_config
 from tokenledger.contracts import load_contract
 from tokenledger.expectations import CRITICAL, validate_files
-from tokenledger.ingest.sources import DayWindow
-from tokenledger.whatif.replay import TRACES, build_cache_whatif_daily, build_cache_whatif_traces, traces_file
+from tokenledger.storage.lake import DayWindow
+from tokenledger.whatif.replay import build_cache_whatif_daily, build_cache_whatif_traces, traces_file
 
 _TRACES_CONTRACT = dg.AssetCheckSpec(
-    "contract", asset=dg.AssetKey(list(TRACES)), blocking=True,
-    description=f"Every critical rule of data_contracts/{TRACES[0]}_{TRACES[1]}.odcs.yaml.")
+    "contract", asset=dg.AssetKey(TRACES.key_path), blocking=True,
+    description=f"Every critical rule of data_contracts/{TRACES.contract_id}.odcs.yaml.")
 
 
 @table_asset("infra.cache_whatif_daily")
@@ -42,7 +43,7 @@ def cache_whatif_daily(context: dg.AssetExecutionContext, ledger: LedgerResource
     return for_each_day(context, ledger, day_fn, needs_config=True)
 
 
-@dg.asset(key=list(TRACES), backfill_policy=single_run, group_name="whatif", kinds={"duckdb", "parquet"},
+@dg.asset(key=TRACES.key_path, backfill_policy=single_run, group_name="whatif", kinds={"duckdb", "parquet"},
           check_specs=[_TRACES_CONTRACT])
 def cache_whatif_traces(context: dg.AssetExecutionContext, ledger: LedgerResource):
     """The same replay over every trace landed in raw/traces/<trace>/*.jsonl (Mooncake's shape: timestamp,
@@ -52,12 +53,12 @@ def cache_whatif_traces(context: dg.AssetExecutionContext, ledger: LedgerResourc
     raw/traces/, config/whatif.yaml. Definition: docs/adr/README.md, "Prefix-cache what-if"; contract
     data_contracts/infra/infra_cache_whatif_traces.odcs.yaml.
     """
-    table = load_contract(f"{TRACES[0]}_{TRACES[1]}").table()
+    table = load_contract(TRACES.contract_id).table()
     with user_errors(f"replaying the traces of {ledger.layout.raw / 'traces'}"), \
             ledger.compute() as (con, scratch):
         load_config(con, ledger.layout)
         figures = build_cache_whatif_traces(con, ledger.layout, scratch / "traces")
-        validation = validate_files(con, ".".join(TRACES), table, [traces_file(ledger.layout)])
+        validation = validate_files(con, TRACES.qualified, table, [traces_file(ledger.layout)])
     yield dg.MaterializeResult(
         metadata={**figures, "path": dg.MetadataValue.path(str(traces_file(ledger.layout)))},
         check_results=[dg.AssetCheckResult(check_name="contract", passed=not validation.failed(CRITICAL),

@@ -366,8 +366,8 @@ def phase_whatif(home: Path, day: date) -> dict:
     and each LRU figure's hit ratio with its error against the exact one (SHARDS above the budget)."""
     from tokenledger.accounting.day import attach_inputs
     from tokenledger.config import load_config
-    from tokenledger.ingest.sources import DayWindow
     from tokenledger.storage.duck import compute_connection
+    from tokenledger.storage.lake import DayWindow
     from tokenledger.storage.layout import HomeLayout
     from tokenledger.whatif import replay as whatif
 
@@ -430,13 +430,11 @@ def phase_compare(home: Path, other: Path) -> dict:
     rows, as ORDER BY ALL on both would show)."""
     import duckdb
 
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.catalog import PUBLISHED_TABLES, TableRef
-    from tokenledger.whatif.replay import TRACES
+    from tokenledger.catalog import PUBLISHED_TABLES, WHOLE_TABLES
 
     con = duckdb.connect()
     tables = {}
-    for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+    for ref in (*PUBLISHED_TABLES, *WHOLE_TABLES):
         files = [sorted(str(f) for f in (h / "exports" / ref.schema / ref.name).rglob("*.parquet"))
                  for h in (home, other)]
         if not any(files):

@@ -5,7 +5,7 @@ One day as tokenledger publishes it (the 15 published tables and the 8 core tabl
 194 KB, 1 MB in all, plus 3 CSV, the day's JSON manifest and an HTML report) goes into a bucket on moto's S3 server
 (tests/s3server.py, 127.0.0.1) four ways:
 
-- tokenledger-commit   tokenledger.storage.remote.commit as it is: every file under the commit's own keys, then the one
+- tokenledger-commit   tokenledger.publish.bucket.commit as it is: every file under the commit's own keys, then the one
                        manifest `.published/current.json` replaced by a conditional put (If-Match the ETag read);
 - tokenledger-publish  the same, then what publishing does after it: the copies under exports/ and reports/ that
                        folder readers list, and the collection of unreferenced uploads;
@@ -185,14 +185,24 @@ class Option:
 class Tokenledger(Option):
     def __init__(self, s: Setting) -> None:
         super().__init__(s)
+        from tokenledger.publish.bucket import CURRENT_KEY
         from tokenledger.storage.remote import RemoteHome
 
-        self.remote = RemoteHome.parse(f"s3://{s.bucket}/{s.prefix}")
+        puts = self.manifest_puts = []
+
+        class CountingHome(RemoteHome):
+            # Each conditional put of the manifest is one attempt of a commit: counted around the call, at the bucket.
+            def put(self, relative: str, body: bytes, **condition: Any) -> str:
+                if relative == CURRENT_KEY:
+                    puts.append(relative)
+                return super().put(relative, body, **condition)
+
+        self.remote = CountingHome.parse(f"s3://{s.bucket}/{s.prefix}")
 
     def publish(self, day: date, run_id: str) -> dict:
         import pyarrow.parquet as pq
 
-        from tokenledger.storage import remote
+        from tokenledger.publish import bucket
 
         with tempfile.TemporaryDirectory(dir=self.s.tmp) as tmp:
             staged = {}
@@ -202,17 +212,17 @@ class Tokenledger(Option):
             for relative, body in side_files(day, run_id).items():
                 staged[relative] = Path(tmp) / relative.replace("/", "_")
                 staged[relative].write_bytes(body)
-            attempts = []
-            manifest = remote.commit(self.remote, staged, before_switch=lambda: attempts.append(1))
+            before = len(self.manifest_puts)
+            manifest = bucket.commit(self.remote, staged)
             if self.s.option == "tokenledger-publish":
-                remote.mirror_plain_prefixes(self.remote, manifest, staged)
-                remote.collect(self.remote, manifest)
-        return {"retries": len(attempts) - 1, "failed_tables": []}
+                bucket.mirror_plain_prefixes(self.remote, manifest, staged)
+                bucket.collect(self.remote, manifest)
+        return {"retries": len(self.manifest_puts) - before - 1, "failed_tables": []}
 
     def read(self, day: date) -> dict[str, collections.Counter]:
         import pyarrow.parquet as pq
 
-        from tokenledger.storage.remote import current_manifest
+        from tokenledger.publish.bucket import current_manifest
 
         files = current_manifest(self.remote).files  # one GET: the version every path below belongs to
 

@@ -110,7 +110,7 @@ def prepare(files: Files) -> None:
         if not small.exists():
             small.write_text(json.dumps({"i": i}) + "\n")
     con = duckdb.connect()
-    # As lake.stage_query(ordered=False) writes: DuckDB 1.5 rejects ROW_GROUP_SIZE_BYTES with the order preserved.
+    # As lake.write_query(ordered=False) writes: DuckDB 1.5 rejects ROW_GROUP_SIZE_BYTES with the order preserved.
     con.execute("SET preserve_insertion_order = false")
     day = objects / "day.parquet"
     if not day.exists():

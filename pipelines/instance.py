@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from tokenledger.errors import ConfigError, EnvironmentProblem
+from tokenledger.storage import atomic
 from tokenledger.storage.housekeeping import POSTGRES_URL_ENV, postgres_url
 
 # The code location every Dagster process of a home loads: the daemon, the UI, the runs it launches. Its name is
@@ -104,11 +105,12 @@ def prepare_instance(dagster_home: Path) -> None:
     path = dagster_home / "dagster.yaml"
     wanted = instance_yaml()
     current = path.read_text() if path.exists() else None
+    # Each file replaced whole: a process starting beside this one may be reading it.
     if current != wanted and (current is None or current in _WRITTEN_BY_TOKENLEDGER):
-        _write_whole(path, wanted)
+        atomic.write_text(path, wanted)
         current = wanted
     if not workspace_file(dagster_home).is_file() or workspace_file(dagster_home).read_text() != WORKSPACE_YAML:
-        _write_whole(workspace_file(dagster_home), WORKSPACE_YAML)
+        atomic.write_text(workspace_file(dagster_home), WORKSPACE_YAML)
     url = postgres_url()
     if url and current == POSTGRES_YAML:
         os.environ.setdefault(CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT_S)
@@ -119,13 +121,6 @@ def workspace_file(dagster_home: Path) -> Path:
     """The workspace file beside the instance's dagster.yaml: the code location by module, so an installed package
     runs it from any folder (`dagster dev -w`, `dagster-daemon run -w`)."""
     return dagster_home / "workspace.yaml"
-
-
-def _write_whole(path: Path, text: str) -> None:
-    # Whole or not at all: a process starting beside this one may be reading it.
-    partial = path.with_name(f".{path.name}.pid{os.getpid()}.tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
 
 
 def server_of(url: str) -> str:

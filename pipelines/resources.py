@@ -19,9 +19,10 @@ import duckdb
 from pydantic import PrivateAttr
 
 from tokenledger.errors import LedgerError
+from tokenledger.publish.versions import pull_published
 from tokenledger.publish.warehouse import WarehouseResource, warehouse_resource
 from tokenledger.storage.duck import compute_connection
-from tokenledger.storage.housekeeping import clean_orphans, day_locks, fail_dead_runs, register_run, step_scratch
+from tokenledger.storage.housekeeping import clean_orphans, day_locks, dead_runs, register_run, step_scratch
 from tokenledger.storage.layout import HomeLayout
 from tokenledger.storage.remote import pull_for_run, push_for_run
 
@@ -91,11 +92,12 @@ class LedgerResource(dg.ConfigurableResource):
             if not held_for_steps:
                 held.enter_context(self.holding_run(run, context.instance, context.log))
             if layout.remote is not None:
-                # After the day locks: what this step reads of the days, from the bucket
-                # (tokenledger/storage/remote.py).
+                # After the day locks: what this step reads of the days and the published version, from the
+                # bucket (tokenledger/storage/remote.py).
                 days = run_days(run.tags)
-                pull_for_run(layout, days)
-                held.callback(push_for_run, layout, days)
+                pull_for_run(layout.remote, layout.home, days)
+                pull_published(layout)
+                held.callback(push_for_run, layout.remote, layout.home, days)
         except BaseException as exc:
             held.close()
             if isinstance(exc, OSError):
@@ -171,6 +173,23 @@ class LedgerResource(dg.ConfigurableResource):
     def warehouse(self) -> WarehouseResource:
         """The warehouse file, which holds only views over the published tables (see tokenledger.publish.warehouse)."""
         return warehouse_resource(self.layout)
+
+
+def fail_dead_runs(layout: HomeLayout, instance: dg.DagsterInstance) -> list[str]:
+    """Mark the Dagster runs of dead processes that are still 'started' as failed; returns their ids."""
+    failed = []
+    for record in dead_runs(layout):
+        run = instance.get_run_by_id(record["run_id"])
+        if run is not None and run.status in (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING,
+                                              dg.DagsterRunStatus.CANCELING):
+            instance.report_run_failed(run, message=f"process {record['pid']} on {record['host']} ended without "
+                                                     "finishing this run (killed, or the machine restarted); "
+                                                     "tokenledger marked it failed when the next run started. "
+                                                     "A day is published in one step or not at all, so the "
+                                                     "published days are whole either way.")
+            failed.append(record["run_id"])
+        record["file"].unlink(missing_ok=True)
+    return failed
 
 
 def _cannot_prepare(layout: HomeLayout, exc: OSError) -> LedgerError:

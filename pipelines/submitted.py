@@ -33,6 +33,7 @@ from typing import Any
 from tokenledger.pipelines.instance import CODE_LOCATION, DEFINITIONS_MODULE, workspace_file
 
 from tokenledger.errors import EnvironmentProblem
+from tokenledger.storage.locks import exclusive
 
 JOB = "daily_pipeline"
 QUEUE_DAEMON = "QUEUED_RUN_COORDINATOR"
@@ -88,8 +89,6 @@ class QueueDaemon:
             return
         if self.process is not None and self.process.poll() is not None:
             self._started_badly("exited")
-        from tokenledger.publish.versions import exclusive
-
         with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".daemon.lock"):
             if daemon_alive(self.instance):
                 return

@@ -22,7 +22,8 @@ import yaml
 
 from tests.conftest import COSTS_YAML, DEPLOYMENTS_YAML, SLO_YAML, materialize, rows, write_jsonl
 from tokenledger.contracts import load_contract
-from tokenledger.ingest.adapters import NOT_A_REQUEST, adapters
+from tokenledger.ingest.adapters import adapters
+from tokenledger.ingest.adapters.base import NOT_A_REQUEST
 from tokenledger.packaged import contract_file, sql_file
 
 DAY, DAY2 = "2026-11-16", "2026-11-17"

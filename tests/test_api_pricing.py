@@ -110,8 +110,8 @@ def _price(home: Path, requests: list[dict[str, Any]]) -> dict[str, dict[str, An
     """Run sql/cost/api_request_costs.sql over `requests` as the day's core.gateway_requests; its rows by request id."""
     from tokenledger.config import load_config
     from tokenledger.cost.day import cost_policy_in_force
-    from tokenledger.ingest.sources import DayWindow
     from tokenledger.storage.duck import statement, used_params
+    from tokenledger.storage.lake import DayWindow
     from tokenledger.storage.layout import HomeLayout
 
     layout, window = HomeLayout.of(home), DayWindow(date.fromisoformat(DAY))

@@ -41,12 +41,10 @@ from tokenledger.pipelines.resources import HELD_TAG, HOME_TAG
 
 from tests.conftest import PROJECT_ROOT
 from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
-from tokenledger.capacity.trend import TREND
-from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import PUBLISHED_TABLES, WHOLE_TABLES
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.storage.housekeeping import day_locks
 from tokenledger.storage.layout import HomeLayout
-from tokenledger.whatif.replay import TRACES
 
 pytestmark = pytest.mark.distributed
 
@@ -125,7 +123,7 @@ def published(home: Path) -> dict[str, list[tuple]]:
     """Every published table's rows, the day of the day tables included (from their folders), in one order."""
     out = {}
     with duckdb.connect() as con:
-        for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+        for ref in (*PUBLISHED_TABLES, *WHOLE_TABLES):
             folder = home / "exports" / ref.schema / ref.name
             if folder.is_dir():
                 out[ref.qualified] = con.execute(

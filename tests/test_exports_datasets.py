@@ -25,8 +25,8 @@ import pytest
 
 from tests.conftest import failure_text, make_home, materialize
 from tests.test_cost import write_day
-from tokenledger.capacity.trend import TREND, rebuild_trend
-from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.capacity.trend import rebuild_trend
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TREND, TableRef
 from tokenledger.contracts import load_contract
 from tokenledger.expectations import CRITICAL
 from tokenledger.publish.versions import (

@@ -29,8 +29,9 @@ from tokenledger.config import MAX_EXPANDED_NODES, load_config
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest.landing import landing_files
 from tokenledger.ingest.lines import MAX_LINE_BYTES
-from tokenledger.ingest.sources import GATEWAY_FORMATS, DayWindow, ingest_billing_day, ingest_gateway_day
+from tokenledger.ingest.sources import GATEWAY_FORMATS, ingest_billing_day, ingest_gateway_day
 from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 DAY = "2026-11-16"

@@ -21,7 +21,8 @@ from tests.test_faults import LINES
 from tokenledger.ingest import sources as ingest
 from tokenledger.ingest.landing import LandingFile
 from tokenledger.ingest.lines import physical_lines
-from tokenledger.ingest.sources import LINE_BY_LINE, READ_JSON, DayWindow, _stage_gateway_lines, stage_gateway_files
+from tokenledger.ingest.sources import LINE_BY_LINE, READ_JSON, _stage_gateway_lines, stage_gateway_files
+from tokenledger.storage.lake import DayWindow
 
 WINDOW = DayWindow(date(2026, 11, 16))
 DAY = "2026-11-16"

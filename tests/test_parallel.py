@@ -21,9 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tokenledger.capacity.trend import TREND
-from tokenledger.catalog import PUBLISHED_TABLES, TableRef
-from tokenledger.whatif.replay import TRACES
+from tokenledger.catalog import PUBLISHED_TABLES, WHOLE_TABLES
 
 pytestmark = pytest.mark.distributed
 
@@ -54,7 +52,7 @@ def published(home: Path) -> dict[str, list[tuple]]:
     """Every published table's rows (the day tables and the two kept whole), in one order."""
     out = {}
     with duckdb.connect() as con:
-        for ref in (*PUBLISHED_TABLES, TREND, TableRef(*TRACES)):
+        for ref in (*PUBLISHED_TABLES, *WHOLE_TABLES):
             folder = home / "exports" / ref.schema / ref.name
             if folder.is_dir():
                 out[ref.qualified] = con.execute(

@@ -25,17 +25,15 @@ import pandas as pd
 import pytest
 
 from tests.s3server import S3Server, s3_server_fixture  # noqa: F401  (the fixture `s3_server`)
-from tokenledger.capacity.trend import TREND
-from tokenledger.catalog import PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import PUBLISHED_TABLES, WHOLE_TABLES
 from tokenledger.storage.remote import arrow_filesystem
-from tokenledger.whatif.replay import TRACES
 
 pytestmark = pytest.mark.distributed
 
 START, MIDDLE, END = "2026-11-02", "2026-11-03", "2026-11-04"
 GENERATE = ("--start", START, "--days", "3", "--requests-per-day", "300", "--seed", "3", "--bad-rows-per-day", "0",
             "--canonical-only")
-TABLES = (*PUBLISHED_TABLES, TREND, TableRef(*TRACES))
+TABLES = (*PUBLISHED_TABLES, *WHOLE_TABLES)
 
 
 def tokenledger(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -17,11 +17,11 @@ from tests.conftest import failure_text, materialize
 from tokenledger.capacity.day import report_paths, review_of_day
 from tokenledger.config import load_config
 from tokenledger.generate import generate_landing_zone
-from tokenledger.ingest.sources import DayWindow
 from tokenledger.publish.versions import manifest_path
 from tokenledger.report.review import Review, _md_cell, _tick, fmt, render_html, render_markdown, tables
 from tokenledger.storage import lake
 from tokenledger.storage.duck import compute_connection
+from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 START, END = date(2026, 11, 16), date(2026, 11, 17)

@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import request, write_jsonl
 from tokenledger.ingest.landing import LandingFile
-from tokenledger.ingest.sources import DayWindow, stage_gateway_files
+from tokenledger.ingest.sources import stage_gateway_files
+from tokenledger.storage.lake import DayWindow
 
 
 def _staged(tmp_path: Path, path: Path, fmt: str) -> dict[str, tuple]:

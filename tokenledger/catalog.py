@@ -137,6 +137,12 @@ CORE_TABLES = tuple(t for t in TABLES if t.schema == "core")
 # Published tables, in the order of docs/tables.md's schemas.
 PUBLISHED_TABLES = tuple(t for s in ("quality", "infra", "finance", "focus") for t in TABLES
                          if t.published and t.schema == s)
+# Tables published whole, not per day, each one file alone in its folder (a dataset of one): the trend over every
+# published day, `day` a column of it (tokenledger/capacity/trend.py), and the what-if's replayed traces
+# (tokenledger/whatif/replay.py).
+TREND = TableRef("infra", "capacity_trend")
+TRACES = TableRef("infra", "cache_whatif_traces")
+WHOLE_TABLES = (TREND, TRACES)
 _BY_NAME = {t.qualified: t for t in TABLES}
 
 

@@ -26,6 +26,12 @@ from pathlib import Path
 from tokenledger.errors import LedgerError, environment_problem
 from tokenledger.pipelines.instance import EARLIER_SQLITE_YAML, SQLITE_YAML, prepare_instance, workspace_file
 from tokenledger.storage.layout import HomeLayout, url_safe_folder
+from tokenledger.storage.locks import exclusive
+from tokenledger.storage.remote import is_remote, push
+
+# Each command imports the rest of what it runs inside its function: loading the Dagster definitions takes seconds,
+# the generator loads numpy, DuckDB and the published tables' modules are the other commands', and `tokenledger
+# --help` (or a mistyped option) should answer at once.
 
 # The SQLite instance's dagster.yaml (pipelines/instance.py, which chooses it or Postgres's), under the names
 # the tests and the bench write it by.
@@ -57,7 +63,7 @@ def _days_per_run(text: str) -> int:
 
 def dagster_home_of(home: Path) -> Path:
     """The Dagster instance folder of a home (`.dagster` inside it), through a plain-named symlink when the home's
-    path holds a character Dagster's storage URL cannot carry (`paths.url_safe_folder`)."""
+    path holds a character Dagster's storage URL cannot carry (`tokenledger.storage.layout.url_safe_folder`)."""
     folder = home / ".dagster"
     folder.mkdir(parents=True, exist_ok=True)
     return url_safe_folder(folder)
@@ -65,8 +71,6 @@ def dagster_home_of(home: Path) -> Path:
 
 def _home(text: str) -> str | Path:
     """--home: a folder, or a home on object storage (s3://bucket/prefix), kept as its URL."""
-    from tokenledger.storage.remote import is_remote
-
     return text if is_remote(text) else Path(text)
 
 
@@ -170,8 +174,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(f"  load test: {folder.relative_to(home)} (a vllm bench serve sweep: "
                   f"{', '.join(f'{r:g}' for r in DEMO_BENCH_RATES)} req/s, {DEMO_BENCH_STEP_MINUTES} minutes each)")
     if layout.remote is not None:
-        from tokenledger.storage.remote import push
-
         written = [p for folder in ("raw", "config") for p in (home / folder).rglob("*") if p.is_file()]
         print(f"  uploaded {push(layout.remote, home, written)} file(s) to {layout.remote.url} (raw/, config/)")
     return 0
@@ -314,7 +316,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     """What the range published and where: rows per table, the reconciliation, the quarantine."""
     import duckdb
 
-    from tokenledger.catalog import PUBLISHED_TABLES
+    from tokenledger.catalog import PUBLISHED_TABLES, TRACES, TREND
     from tokenledger.publish.versions import manifest_name, published_exports
     from tokenledger.storage import lake
     from tokenledger.storage.duck import literal_path
@@ -336,11 +338,7 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
         rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)", {"f": present}
                            ).fetchone()[0] if present else 0
         print(f"  {ref.qualified:<{width}} {len(present):>3} day(s) {rows:>12,} rows")
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.catalog import TableRef
-    from tokenledger.whatif.replay import TRACES
-
-    for whole, span in ((TREND, "all days"), (TableRef(*TRACES), "  traces")):
+    for whole, span in ((TREND, "all days"), (TRACES, "  traces")):
         path = exports / whole.schema / whole.name / lake.DATA_FILE
         if path.is_file():
             rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)",
@@ -413,7 +411,6 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     from dagster import DagsterInstance
 
     from tokenledger.pipelines.definitions import defs
-    from tokenledger.publish.versions import exclusive
 
     _check_range(start, end, end_given)
     if parallel and os.environ.get("TOKENLEDGER_EXECUTOR", "").strip() == "celery":

@@ -12,21 +12,11 @@ from pathlib import Path
 
 import duckdb
 
-from tokenledger.errors import ConfigError, LedgerError
-from tokenledger.ingest.sources import DayWindow
+from tokenledger.errors import ConfigError
 from tokenledger.storage import lake
-from tokenledger.storage.duck import run_sql, sql_path, statement, used_params
+from tokenledger.storage.duck import run_sql, statement, used_params
+from tokenledger.storage.lake import DayWindow, attach_day
 from tokenledger.storage.layout import HomeLayout
-
-
-def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
-               table: str) -> None:
-    """`view` over one day of a lake table; a missing day is the user's to fix by running its upstream."""
-    path = lake.day_file(layout.lake, schema, table, window.day)
-    if not path.is_file():
-        raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
-                          f"{schema}/{table} first (or run the whole day).")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({sql_path(path)})")
 
 
 def attach_inputs(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> None:
@@ -101,9 +91,3 @@ def slo_percentiles(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
             for whole_model in (False, True):
                 con.execute(insert, {"measure": measure, "all": whole_model})
 
-
-def write_table(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
-                **params: object) -> int:
-    """Write sql/<table>.sql for the day to lake/<schema>/<table>/day=D/data.parquet; returns its rows."""
-    return lake.write_query(con, statement(table), lake.day_file(layout.lake, schema, table, window.day),
-                            window.params(**params))

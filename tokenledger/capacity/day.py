@@ -11,7 +11,6 @@ Decisions: docs/adr/README.md, "Capacity" (0065-0078).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -21,7 +20,7 @@ import duckdb
 import pyarrow as pa
 import yaml
 
-from tokenledger.accounting.day import attach_day, judge_requests, write_table
+from tokenledger.accounting.day import judge_requests
 from tokenledger.capacity.loadtest import RUN_FILE, loadtest_results, run_folders
 from tokenledger.capacity.queueing import (
     Headroom,
@@ -36,10 +35,9 @@ from tokenledger.capacity.queueing import (
 from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError
 from tokenledger.faults import failpoint
-from tokenledger.ingest.sources import DayWindow
 from tokenledger.publish.versions import published_days, published_exports
 from tokenledger.report.review import PEAK_BASIS, Review, render_html, render_markdown
-from tokenledger.storage import lake
+from tokenledger.storage import atomic, lake
 from tokenledger.storage.duck import (
     literal_path,
     memory_limit_bytes,
@@ -49,6 +47,7 @@ from tokenledger.storage.duck import (
     statement,
     used_params,
 )
+from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
 # Seed 000's redundancy: the share of a replica's measured concurrency its rule plans for.
@@ -672,16 +671,6 @@ def staged_report_paths(layout: HomeLayout, day: date) -> tuple[Path, Path]:
     return folder / published[0].name, folder / published[1].name
 
 
-def _write_text_atomically(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = lake.temporary_name(target)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
                           run_id: str | None = None, run_days: frozenset[date] = frozenset()) -> dict[str, Any]:
     """Write the day's capacity review, HTML and Markdown, into the lake (each to a temporary name renamed into
@@ -690,6 +679,6 @@ def build_capacity_review(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wi
     html, markdown = render_html(review), render_markdown(review)
     failpoint("review:rendered")
     html_path, md_path = staged_report_paths(layout, window.day)
-    _write_text_atomically(html_path, html)
-    _write_text_atomically(md_path, markdown)
+    atomic.write_text(html_path, html)
+    atomic.write_text(md_path, markdown)
     return {"deployments": len(review.capacity), "report": str(report_paths(layout, window.day)[0])}

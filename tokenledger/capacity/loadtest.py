@@ -84,9 +84,10 @@ from tokenledger.contracts import load_contract, validation_query
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest.landing import LandingFile, landing_files
 from tokenledger.ingest.readers import read_error
-from tokenledger.ingest.sources import GATEWAY_FORMATS, DayWindow, stage_gateway_files
+from tokenledger.ingest.sources import GATEWAY_FORMATS, stage_gateway_files
 from tokenledger.storage import lake
 from tokenledger.storage.duck import literal_path, sql_path, statement, used_params
+from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 RUN_FILE = "run.yaml"

@@ -6,26 +6,25 @@ from dataclasses import dataclass
 
 import duckdb
 
-from tokenledger.catalog import TableRef
+from tokenledger.catalog import TREND
 from tokenledger.contracts import load_contract
 from tokenledger.errors import LedgerError
 from tokenledger.expectations import CRITICAL, Validation, validate_files
+from tokenledger.publish.bucket import COMMIT_ATTEMPTS
 from tokenledger.publish.versions import (
     EXPORTS,
     Staging,
-    exclusive,
     publish_files,
     published_days,
     published_exports,
     pull_published,
 )
-from tokenledger.storage import lake
+from tokenledger.storage import lake, retry
 from tokenledger.storage.duck import literal_path, sql_path, statement
 from tokenledger.storage.layout import HomeLayout
-from tokenledger.storage.remote import COMMIT_ATTEMPTS, Conflict
+from tokenledger.storage.locks import exclusive
+from tokenledger.storage.remote import Conflict
 
-# Rebuilt whole, so not partitioned by day: one file with `day` a column, alone in its folder (a dataset of one).
-TREND = TableRef("infra", "capacity_trend")
 SOURCES = {"capacity": ("infra", "capacity_daily"), "cost": ("finance", "cost_per_mtok_daily"),
            "slo": ("infra", "slo_daily")}
 
@@ -48,7 +47,7 @@ def rebuild_trend(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> TrendOu
     """
     table = load_contract(TREND.contract_id).table()
     with exclusive(layout.locks / "trend.lock"):
-        for _attempt in range(COMMIT_ATTEMPTS):
+        for _ in retry.attempts(COMMIT_ATTEMPTS):
             # A home on object storage: another machine may publish meanwhile. The trend is built from the version
             # pulled here and committed only if it is still the published one; otherwise it is built again.
             version = pull_published(layout) if layout.remote is not None else None

@@ -25,9 +25,10 @@ from typing import Any
 import duckdb
 
 from tokenledger.errors import ConfigError, LedgerError
-from tokenledger.ingest.sources import DayWindow
+from tokenledger.ingest.landing import landing_files
 from tokenledger.storage import lake
 from tokenledger.storage.duck import literal_path, run_sql, sql_path, statement, used_params
+from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 # The day views each table is computed from, as (view, schema, table) over the lake.
@@ -221,8 +222,6 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
     """Write finance.provider_cost_reconciliation_daily for the day: the providers' own cost exports
     (raw/provider_costs/*.json, each a saved page of OpenAI's Costs API or Anthropic's cost report) against
     tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance."""
-    from tokenledger.ingest.landing import landing_files
-
     attach(con, layout, window, "deployments", "api_request_costs")
     cost_policy_in_force(con, layout, window)
     files = [literal_path(f.path) for f in landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS,

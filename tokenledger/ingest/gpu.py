@@ -29,9 +29,10 @@ from tokenledger.contracts import load_contract, validation_query
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.ingest.landing import LandingFile, landing_files
 from tokenledger.ingest.readers import csv_header, csv_rows, quoted, read_error
-from tokenledger.ingest.sources import DayWindow, IngestCounts, write_quality
+from tokenledger.ingest.sources import IngestCounts, write_quality
 from tokenledger.storage import lake
 from tokenledger.storage.duck import run_sql, sql_path, statement
+from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
 SOURCE = "gpu"
@@ -231,8 +232,6 @@ def ingest_gpu_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: D
 def build_gpu_usage(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, table: str) -> int:
     """Write infra.gpu_usage_hourly (from core.gpu_samples, core.deployments_daily and infra.goodput_hourly) or
     infra.gpu_usage_daily (from the hourly table) for the day; returns its rows."""
-    from tokenledger.accounting.day import attach_day, write_table
-
     attach_day(con, layout, window, "day_gpu_samples", "core", "gpu_samples")
     if table == "gpu_usage_hourly":
         attach_day(con, layout, window, "day_deployments", "core", "deployments_daily")

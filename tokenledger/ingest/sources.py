@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ from tokenledger.contracts import (
 )
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.faults import failpoint
-from tokenledger.ingest.adapters import Adapter, adapters
+from tokenledger.ingest.adapters import adapters
+from tokenledger.ingest.adapters.base import Adapter
 from tokenledger.ingest.adapters.detect import misplaced, sniff
 from tokenledger.ingest.landing import LandingFile, landing_files
 from tokenledger.ingest.lines import physical_lines
@@ -55,6 +56,7 @@ from tokenledger.ingest.readers import (
 )
 from tokenledger.storage import lake
 from tokenledger.storage.duck import literal_path, run_sql, sql_path, statement
+from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 GATEWAY_FORMATS = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".parquet": "parquet"}
@@ -67,24 +69,6 @@ CANONICAL = "gateway"
 # contract: outside the folder's day, or without deployment_id. Only they (and rows with a reason) keep `raw`.
 _MAY_BE_QUARANTINED = ("deployment_id IS NULL OR received_at < $day_start::TIMESTAMPTZ "
                        "OR received_at >= $day_end::TIMESTAMPTZ")
-
-
-@dataclass(frozen=True)
-class DayWindow:
-    """One UTC day as a half-open interval [start, end) of aware datetimes."""
-
-    day: date
-
-    @property
-    def start(self) -> datetime:
-        return datetime.combine(self.day, time.min, tzinfo=UTC)
-
-    @property
-    def end(self) -> datetime:
-        return self.start + timedelta(days=1)
-
-    def params(self, **extra: Any) -> dict[str, Any]:
-        return {"day": self.day, "day_start": self.start, "day_end": self.end, **extra}
 
 
 @dataclass(frozen=True)
@@ -226,7 +210,7 @@ def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
 def _write_staged(con: duckdb.DuckDBPyConnection, query: str, target: Path,
                   params: dict[str, Any] | None = None) -> int:
     """Write staged rows to the scratch file `target`, in any order: each row carries its file_index and
-    source_line, which every reader keys or orders by (lake.stage_query, `ordered`)."""
+    source_line, which every reader keys or orders by (lake.write_query, `ordered`)."""
     return lake.write_query(con, query, target, params, scratch=True, ordered=False)
 
 

@@ -28,7 +28,6 @@ in `exports/_manifests/`, a folder dataset readers skip. Parquet keeps every val
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -36,7 +35,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -47,10 +45,12 @@ import duckdb
 from tokenledger.catalog import TableRef
 from tokenledger.errors import LedgerError
 from tokenledger.faults import failpoint
-from tokenledger.storage import lake
+from tokenledger.publish import bucket
+from tokenledger.storage import atomic, lake
 from tokenledger.storage.duck import quote_path, sql_path, used_params
-from tokenledger.storage.housekeeping import owner_tag
 from tokenledger.storage.layout import HomeLayout
+from tokenledger.storage.locks import exclusive
+from tokenledger.storage.remote import in_parallel
 
 MANIFESTS = "_manifests"
 EXPORTS = "exports"
@@ -125,19 +125,6 @@ def published_days(files: str) -> str:
             "union_by_name = true, hive_partitioning = false)")
 
 
-@contextmanager
-def exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_file` (created if needed) across processes; the kernel releases it if the
-    process dies."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 # --- staging -------------------------------------------------------------------------------------------------------
 
 class Staging:
@@ -148,7 +135,7 @@ class Staging:
 
     def __init__(self, layout: HomeLayout) -> None:
         self.layout = layout
-        self.root = layout.published / "staging" / f"{owner_tag()}-{uuid.uuid4().hex[:12]}"
+        self.root = layout.published / "staging" / f"{atomic.owner_tag()}-{uuid.uuid4().hex[:12]}"
         self.files: dict[str, Path] = {}  # path in the version tree -> staged file, or a lake file to link
 
     def path(self, relative: str) -> Path:
@@ -304,19 +291,16 @@ def _point(layout: HomeLayout, name: str, folder: Path) -> None:
         parked = layout.published / f"legacy-{name}-{uuid.uuid4().hex[:8]}"
         os.rename(folder, parked)
         shutil.rmtree(parked, ignore_errors=True)
-    tmp = folder.with_name(f".{folder.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
-    os.symlink(pointer, tmp)
-    os.replace(tmp, folder)
+    atomic.symlink(folder, pointer)
 
 
 def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | None = None) -> Path:
     """Build a new version from the current one plus the staged files, then switch `current` to it (one rename).
 
     Returns the new version's folder. The staging folder is emptied (its files are moved into the version). On a
-    home on object storage the files are committed to the bucket (`tokenledger.storage.remote.commit`) and the new
-    version
-    pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was published
-    since that one (a local home needs no such check: its versions are built under one lock)."""
+    home on object storage the files are committed to the bucket (`tokenledger.publish.bucket.commit`) and the new
+    version pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was
+    published since that one (a local home needs no such check: its versions are built under one lock)."""
     if layout.remote is not None:
         return _publish_remote(layout, staging, expect_version)
     root = layout.published
@@ -360,17 +344,16 @@ def _switch(layout: HomeLayout, files: Mapping[str, Path], moved: set[str] = fro
             _link_or_copy(source, target)
     for name in _pointers(layout):
         (new / name).mkdir(exist_ok=True)
-    switch = root / f".{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-    os.symlink(new.name, switch)
-    if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
-        # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
-        # Its files are not read (the copied exports folder was taken in above); set it aside.
-        stale = root / f".stale-{CURRENT}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp"
-        os.rename(root / CURRENT, stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    if layout.remote is None:
-        failpoint("publish:before-switch")
-    os.replace(switch, root / CURRENT)
+    with atomic.replacing(root / CURRENT) as switch:
+        switch.symlink_to(new.name)
+        if (root / CURRENT).is_dir() and not (root / CURRENT).is_symlink():
+            # A copy of the home that followed symlinks (shutil.copytree's default): `current` became a folder.
+            # Its files are not read (the copied exports folder was taken in above); set it aside.
+            stale = atomic.temporary_name(root / f"stale-{CURRENT}")
+            os.rename(root / CURRENT, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        if layout.remote is None:
+            failpoint("publish:before-switch")
     if layout.remote is None:
         failpoint("publish:after-switch")
     for name, folder in _pointers(layout).items():
@@ -397,14 +380,12 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
     """Make the work folder's current version the bucket's published one: its exports and reports, and with `core`
     its core tables too (what the warehouse's core views read; the steps never need them). Files already pulled
     are hard-linked from the previous local version, the others downloaded. Returns the version number."""
-    from tokenledger.storage import remote
-
     # Every step of a run asks: when the manifest's ETag is the one pulled last, nothing more is read.
     local = pulled_manifest(layout)
     if local.get("etag") and current_version(layout) and local.get("core", False) >= core and \
-            remote_etag(layout) == local["etag"]:
+            bucket.current_etag(layout.remote) == local["etag"]:
         return local["version"]
-    manifest = remote.current_manifest(layout.remote)
+    manifest = bucket.current_manifest(layout.remote)
     with exclusive(layout.locks / "publish.lock"):
         local = pulled_manifest(layout)
         if local["version"] == manifest.version and local.get("etag") == manifest.etag and current_version(layout) \
@@ -415,10 +396,10 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
         wanted = {rel: entry for rel, entry in manifest.files.items() if rel.startswith(pulled)}
         kept = {rel: current / rel for rel, entry in wanted.items()
                 if current and local["files"].get(rel, {}).get("key") == entry["key"] and (current / rel).is_file()}
-        download = layout.published / "staging" / f"{owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
+        download = layout.published / "staging" / f"{atomic.owner_tag()}-pull-{uuid.uuid4().hex[:12]}"
         try:
             fetched = {rel: download / rel for rel in wanted if rel not in kept}
-            remote._each(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))
+            in_parallel(fetched.items(), lambda item: layout.remote.download(wanted[item[0]]["key"], item[1]))
             for rel, path in fetched.items():
                 if _sha256(path) != wanted[rel]["sha256"]:
                     raise LedgerError(f"{layout.remote.where(wanted[rel]['key'])} differs from its manifest "
@@ -435,20 +416,12 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
     return manifest.version
 
 
-def remote_etag(layout: HomeLayout) -> str | None:
-    from tokenledger.storage.remote import CURRENT_KEY
-
-    return layout.remote.etag(CURRENT_KEY)
-
-
 def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None) -> Path:
     """Commit the staged files to the bucket, copy them to the plain prefixes, pull the new version (publish_files)."""
-    from tokenledger.storage import remote
-
     try:
-        manifest = remote.commit(layout.remote, staging.files, expect_version)
-        remote.mirror_plain_prefixes(layout.remote, manifest, staging.files)
-        remote.collect(layout.remote, manifest)
+        manifest = bucket.commit(layout.remote, staging.files, expect_version)
+        bucket.mirror_plain_prefixes(layout.remote, manifest, staging.files)
+        bucket.collect(layout.remote, manifest)
     finally:
         staging.discard()
     pull_published(layout)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,11 +38,12 @@ from pathlib import Path
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, TableRef
+from tokenledger.catalog import CORE_TABLES, PUBLISHED_TABLES, WHOLE_TABLES, TableRef
 from tokenledger.errors import LedgerError
-from tokenledger.publish.versions import CURRENT, EXPORTS, LAKE, exclusive
-from tokenledger.storage import lake
+from tokenledger.publish.versions import CURRENT, EXPORTS, LAKE, pull_published
+from tokenledger.storage import atomic, lake, retry
 from tokenledger.storage.layout import HomeLayout, url_safe_folder
+from tokenledger.storage.locks import exclusive
 
 PENDING_QUARANTINE = TableRef("quality", "quarantine_pending")
 
@@ -61,10 +61,7 @@ def writable_database(path: Path) -> Path:
     real = data / f"warehouse-{hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:16]}.duckdb"
     real.parent.mkdir(parents=True, exist_ok=True)
     if not (path.is_symlink() and os.readlink(path) == str(real)):
-        tmp = path.with_name(f".{path.name}.pid{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(real)
-        os.replace(tmp, path)
+        atomic.symlink(path, real)
     return real
 
 
@@ -80,9 +77,7 @@ class WarehouseResource(DuckDBResource):
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        deadline = time.monotonic() + self.lock_wait_s
-        delay = 0.1
-        while True:
+        for _ in retry.attempts(within_s=self.lock_wait_s, pause_s=0.1, most_s=1.0):
             try:
                 con = duckdb.connect(str(writable_database(Path(self.database))), read_only=False,
                                      config={"custom_user_agent": "dagster", **self.connection_config})
@@ -90,12 +85,9 @@ class WarehouseResource(DuckDBResource):
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise
-                if time.monotonic() > deadline:
-                    holder = str(exc).split("Conflicting lock is held in", 1)[-1].strip().rstrip(".")
-                    raise WarehouseLocked(f"{self.database} is open for writing in another process ({holder})"
-                                          ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+                holder = str(exc).split("Conflicting lock is held in", 1)[-1].strip().rstrip(".")
+        else:
+            raise WarehouseLocked(f"{self.database} is open for writing in another process ({holder})")
         try:
             yield con
         finally:
@@ -166,18 +158,12 @@ def _view(ref: TableRef, pattern: str, marker: str, day_in_path: bool = False) -
 
 
 def _known_views() -> set[str]:
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.whatif.replay import TRACES
-
-    return {ref.qualified for ref in (*CORE_TABLES, *PUBLISHED_TABLES, TREND, TableRef(*TRACES), PENDING_QUARANTINE)}
+    return {ref.qualified for ref in (*CORE_TABLES, *PUBLISHED_TABLES, *WHOLE_TABLES, PENDING_QUARANTINE)}
 
 
 def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
     """(view, CREATE statement) for every table that has a published day (and the tables published whole: the
     trend and the what-if's traces; the pending quarantine)."""
-    from tokenledger.capacity.trend import TREND
-    from tokenledger.whatif.replay import TRACES
-
     marker = home_marker(layout)
     current = layout.published / CURRENT
     # Relative to the home: .published/current/exports is what exports/ shows (exports may be configured elsewhere).
@@ -192,7 +178,7 @@ def view_statements(layout: HomeLayout) -> list[tuple[str, str]]:
             statements.append((ref.qualified, _view(
                 ref, f"{relative_current}/{EXPORTS}/{ref.schema}/{ref.name}/day=*/{lake.DATA_FILE}", marker,
                 day_in_path=True)))
-    for whole in (TREND, TableRef(*TRACES)):
+    for whole in WHOLE_TABLES:
         if (current / EXPORTS / whole.schema / whole.name / lake.DATA_FILE).is_file():
             statements.append((whole.qualified, _view(
                 whole, f"{relative_current}/{EXPORTS}/{whole.schema}/{whole.name}/*.parquet", marker)))
@@ -250,8 +236,6 @@ def connect(home: HomeLayout | str | Path, read_only: bool = True) -> duckdb.Duc
     by an earlier tokenledger (absolute paths, perhaps of the home this one was copied from) are rewritten first."""
     layout = home if isinstance(home, HomeLayout) else HomeLayout.of(home)
     if layout.remote is not None:  # the bucket's published version, core tables included, then views over it
-        from tokenledger.publish.versions import pull_published
-
         layout.home.mkdir(parents=True, exist_ok=True)
         pull_published(layout, core=True)
     views = refresh_views(layout)

@@ -11,12 +11,11 @@
 - **Cleaning.** At the start of every run (and of `tokenledger run`) orphans are removed: scratch folders and
   staging folders of dead processes, temporary files of dead processes in the lake folders of the run's days and
   in the reports folder, and the Dagster runs of dead processes still marked as started are marked failed, with
-  a message saying the process was killed.
+  a message saying the process was killed (pipelines/resources.py, from `dead_runs`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -27,8 +26,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from tokenledger.storage import locks
 from tokenledger.storage.layout import HomeLayout
 
 STEP_LOCK = ".in-use.lock"
@@ -45,13 +45,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def owner_tag() -> str:
-    """The part of a temporary name that says which process writes it (see `lake.temporary_name`)."""
-    return f"pid{os.getpid()}"
-
-
 def _pid_in_name(name: str) -> int | None:
-    """The writer's process id in a temporary name (`...pid<pid>...`), if any."""
+    """The writer's process id in a temporary name (`...pid<pid>...`, tokenledger/storage/atomic.py), if any."""
     match = _PID.search(name)
     return int(match.group(1)) if match else None
 
@@ -65,17 +60,6 @@ POSTGRES_URL_ENV = "TOKENLEDGER_DAGSTER_POSTGRES_URL"
 def postgres_url() -> str | None:
     """The Postgres instance's URL from the environment, or None for the SQLite default."""
     return os.environ.get(POSTGRES_URL_ENV) or None
-
-
-def _lock(path: Path, blocking: bool = True) -> IO[str] | None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-    except BlockingIOError:
-        handle.close()
-        return None
-    return handle
 
 
 @contextmanager
@@ -92,11 +76,11 @@ def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None) -> 
     with ExitStack() as stack:
         for day in sorted(set(days)):
             path = layout.locks / f"day={day.isoformat()}.lock"
-            handle = _lock(path, blocking=False)
+            handle = locks.acquire(path, blocking=False)
             if handle is None:
                 if waiting:
                     waiting(day)
-                handle = _lock(path)
+                handle = locks.acquire(path)
             stack.callback(handle.close)
         yield
 
@@ -132,7 +116,7 @@ def _advisory_day_locks(url: str, layout: HomeLayout, days: Iterable[date], wait
 def step_scratch(folder: Path) -> Iterator[Path]:
     """A scratch folder marked as in use for as long as the block runs, removed afterwards."""
     folder.mkdir(parents=True, exist_ok=True)
-    handle = _lock(folder / STEP_LOCK)
+    handle = locks.acquire(folder / STEP_LOCK)
     try:
         yield folder
     finally:
@@ -161,7 +145,7 @@ def _orphan_folders(parent: Path) -> list[Path]:
             continue
         lock = folder / STEP_LOCK
         if lock.exists():
-            handle = _lock(lock, blocking=False)
+            handle = locks.acquire(lock, blocking=False)
             if handle is not None:
                 handle.close()
                 orphans.append(folder)
@@ -221,23 +205,3 @@ def dead_runs(layout: HomeLayout) -> list[dict[str, Any]]:
         if record.get("host") == host and not _alive(int(record.get("pid", 0))):
             found.append({**record, "file": path})
     return found
-
-
-def fail_dead_runs(layout: HomeLayout, instance: Any) -> list[str]:
-    """Mark the Dagster runs of dead processes that are still 'started' as failed; returns their ids."""
-    from dagster import DagsterRunStatus
-
-    failed = []
-    for record in dead_runs(layout):
-        run = instance.get_run_by_id(record["run_id"])
-        if run is not None and run.status in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING,
-                                              DagsterRunStatus.CANCELING):
-            instance.report_run_failed(run, message=f"process {record['pid']} on {record['host']} ended without "
-                                                     "finishing this run (killed, or the machine restarted); "
-                                                     "tokenledger marked it failed when the next run started. "
-                                                     "A day is published in one step or not at all, so the "
-                                                     "published days are whole either way.")
-            failed.append(record["run_id"])
-        record["file"].unlink(missing_ok=True)
-    return failed
-

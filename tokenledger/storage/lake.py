@@ -1,23 +1,25 @@
 """Per-day Parquet files, written so that a reader sees the old day or the new day, never a mix or nothing.
 
 A table's day lives in exactly one file, `<root>/<schema>/<table>/day=YYYY-MM-DD/data.parquet`. It is written
-to a temporary name in the same folder and renamed over the old file (`os.replace` is atomic on one file
-system). Re-running a day therefore replaces it whole: nothing is appended, nothing is counted twice.
+to a temporary name in the same folder and renamed over the old file (tokenledger/storage/atomic.py). Re-running a
+day therefore replaces it whole: nothing is appended, nothing is counted twice.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import date
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from tokenledger.storage.duck import quote_path, sql_path, used_params
+from tokenledger.errors import LedgerError
+from tokenledger.storage import atomic
+from tokenledger.storage.duck import quote_path, sql_path, statement, used_params
+from tokenledger.storage.layout import HomeLayout
 
 DATA_FILE = "data.parquet"
 
@@ -32,12 +34,6 @@ def day_file(root: Path, schema: str, table: str, day: date) -> Path:
 
 def table_glob(root: Path, schema: str, table: str) -> str:
     return str(root / schema / table / "day=*" / DATA_FILE)
-
-
-def temporary_name(target: Path) -> Path:
-    """A sibling name no reader globs for (readers look for data.parquet / data.csv only), naming the writing
-    process, so that a later run can remove it if that process was killed (tokenledger/storage/housekeeping.py)."""
-    return target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex}.tmp")
 
 
 # Every Parquet file is written in row groups of at most ~16 MB: DuckDB's writer holds a row group per thread until
@@ -59,41 +55,26 @@ SCRATCH_PARQUET = f"FORMAT PARQUET, COMPRESSION LZ4_RAW, PARQUET_VERSION V2, {RO
 # of RSS in order, 715 MB without (13.9 s -> 12.3 s). Readers never rely on a staged file's physical order.
 
 
-def stage_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
+def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
                 params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False,
-                ordered: bool = True) -> tuple[Path, int]:
-    """Write the result of `query` beside `target` under a temporary name; returns (that name, rows). `scratch`:
-    a Parquet file only this run reads (SCRATCH_PARQUET). `ordered=False`: the rows may be written in any order,
-    for a file whose rows carry their own (DuckDB's preserve_insertion_order off for this statement alone)."""
+                ordered: bool = True) -> int:
+    """Write the result of `query` to `target` atomically; returns the number of rows written. `scratch`: a Parquet
+    file only this run reads (SCRATCH_PARQUET). `ordered=False`: the rows may be written in any order, for a file
+    whose rows carry their own (DuckDB's preserve_insertion_order off for this statement alone)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_name(target)
     options = LAKE_PARQUET if fmt == "parquet" else "FORMAT CSV, HEADER TRUE"
     if scratch and fmt == "parquet":
         options = SCRATCH_PARQUET
     if not ordered:
         con.execute("SET SESSION preserve_insertion_order = false")
     try:
-        rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})", used_params(query, params)).fetchone()[0]
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        with atomic.replacing(target) as tmp:
+            rows = con.execute(f"COPY ({query}) TO {quote_path(tmp)} ({options})",
+                               used_params(query, params)).fetchone()[0]
     finally:
         if not ordered:
             con.execute("RESET SESSION preserve_insertion_order")
-    return tmp, int(rows)
-
-
-def write_query(con: duckdb.DuckDBPyConnection, query: str, target: Path,
-                params: Mapping[str, Any] | None = None, fmt: str = "parquet", scratch: bool = False,
-                ordered: bool = True) -> int:
-    """Write the result of `query` to `target` atomically; returns the number of rows written (`scratch`,
-    `ordered`: see stage_query)."""
-    tmp, rows = stage_query(con, query, target, params, fmt, scratch, ordered)
-    try:
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return rows
+    return int(rows)
 
 
 @contextmanager
@@ -109,3 +90,38 @@ def scratch_view(con: duckdb.DuckDBPyConnection, name: str, query: str, path: Pa
     finally:
         con.execute(f"DROP VIEW IF EXISTS {name}")
         path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class DayWindow:
+    """One UTC day as a half-open interval [start, end) of aware datetimes."""
+
+    day: date
+
+    @property
+    def start(self) -> datetime:
+        return datetime.combine(self.day, time.min, tzinfo=UTC)
+
+    @property
+    def end(self) -> datetime:
+        return self.start + timedelta(days=1)
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        return {"day": self.day, "day_start": self.start, "day_end": self.end, **extra}
+
+
+def attach_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, view: str, schema: str,
+               table: str) -> None:
+    """`view` over one day of a lake table; a missing day is the user's to fix by running its upstream."""
+    path = day_file(layout.lake, schema, table, window.day)
+    if not path.is_file():
+        raise LedgerError(f"{schema}.{table} has no file for {window.day} ({path}): materialize that day's "
+                          f"{schema}/{table} first (or run the whole day).")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet({sql_path(path)})")
+
+
+def write_table(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow, schema: str, table: str,
+                **params: object) -> int:
+    """Write sql/<stage>/<table>.sql for the day to lake/<schema>/<table>/day=D/data.parquet; returns its rows."""
+    return write_query(con, statement(table), day_file(layout.lake, schema, table, window.day),
+                       window.params(**params))

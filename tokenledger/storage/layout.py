@@ -8,12 +8,11 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tokenledger.errors import ConfigError
+from tokenledger.storage import atomic
+from tokenledger.storage.remote import RemoteHome, is_remote, pull, work_dir
 
-if TYPE_CHECKING:
-    from tokenledger.storage.remote import RemoteHome
 
 @dataclass(frozen=True)
 class HomeLayout:
@@ -41,8 +40,6 @@ class HomeLayout:
         exports: str | Path | None = None,
         reports: str | Path | None = None,
     ) -> HomeLayout:
-        from tokenledger.storage.remote import RemoteHome, is_remote, work_dir
-
         remote = None
         if is_remote(home):
             remote = RemoteHome.parse(str(home))
@@ -114,8 +111,6 @@ class HomeLayout:
         """Fail early, with what to do, when the home or its config folder is missing (for a remote home, after
         pulling its config/)."""
         if self.remote is not None:
-            from tokenledger.storage.remote import pull
-
             self.home.mkdir(parents=True, exist_ok=True)
             pull(self.remote, self.home, "config/")
             missing = [n for n in ("deployments.yaml", "slo.yaml", "costs.yaml") if not (self.config / n).is_file()]
@@ -152,10 +147,6 @@ def url_safe_folder(folder: Path, unsafe: frozenset[str] = _URL_UNSAFE) -> Path:
         return folder
     alias = Path(tempfile.gettempdir()) / "tokenledger" / (
         "link-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16])
-    alias.parent.mkdir(parents=True, exist_ok=True)
     if not (alias.is_symlink() and os.readlink(alias) == str(folder.resolve())):
-        tmp = alias.with_name(f".{alias.name}.pid{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(folder.resolve())
-        os.replace(tmp, alias)
+        atomic.symlink(alias, folder.resolve())
     return alias

@@ -6,19 +6,11 @@ folder* (`TOKENLEDGER_WORK_DIR`, by default under ~/.cache/tokenledger/), so the
 files with DuckDB's own readers, as on a local home:
 
 - before a step (the ledger resource's set-up): config/, the run's days of raw/, raw/billing, raw/loadtest and
-  raw/traces, the lake files of the run's days, and the published exports and reports are pulled, each file only
-  when the bucket's copy differs from the local one (size and modification time: a downloaded file takes the
-  object's time);
-- after a step: the lake files of the run's days that the step wrote are pushed;
-- publishing uploads the staged files under keys no one else writes, `.published/objects/<commit>/<path>`, then
-  commits by replacing one object, `.published/current.json` (the manifest: every published path and the key
-  holding it), with a conditional put: If-Match the ETag read (If-None-Match: * for the first). Of two publishers
-  that read the same manifest, one wins and the other re-reads and merges its days into the new one. A publisher
-  killed at any point before that put changes nothing readers see; its uploads are collected later.
-- After the commit the published exports and reports are also copied to the plain prefixes `exports/...` and
-  `reports/...` for readers that list a folder (pandas, DuckDB, Spark on `s3://bucket/prefix/exports/<table>`):
-  each file there is replaced whole, but a run of several days appears there file by file; the manifest (and the
-  warehouse views built from it) is what changes in one step.
+  raw/traces and the lake files of the run's days are pulled (`pull_for_run`), each file only when the bucket's
+  copy differs from the local one (size and modification time: a downloaded file takes the object's time); then
+  the published exports and reports (tokenledger/publish/versions.py, `pull_published`);
+- after a step: the lake files of the run's days that the step wrote are pushed (`push_for_run`);
+- publishing commits a version to the bucket with a conditional put of one manifest (tokenledger/publish/bucket.py).
 
 There is no rename and no lock file on the bucket. Runs of one day on one machine take turns on the work folder's
 day locks (tokenledger/storage/housekeeping.py); across machines, on the Postgres instance's advisory locks.
@@ -29,29 +21,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
-import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from tokenledger.errors import ConfigError, EnvironmentProblem
+from tokenledger.storage import atomic
 
 SCHEMES = ("s3",)
 WORK_DIR_ENV = "TOKENLEDGER_WORK_DIR"
-PUBLISHED = ".published"
-CURRENT_KEY = f"{PUBLISHED}/current.json"
-OBJECTS = f"{PUBLISHED}/objects"
-# An upload no manifest references is removed once this old: a publisher is never this slow between its uploads and
-# its commit, and a reader holding a replaced manifest has long finished.
-UNREFERENCED_KEEP_S = 24 * 3600
-COMMIT_ATTEMPTS = 20
 TRANSFER_THREADS = 8
 
 
@@ -77,7 +61,6 @@ class RemoteHome:
     url: str
     bucket: str
     prefix: str
-    _client: list = field(default_factory=list, compare=False, repr=False)
 
     @classmethod
     def parse(cls, url: str) -> RemoteHome:
@@ -93,18 +76,18 @@ class RemoteHome:
     def where(self, relative: str = "") -> str:
         return f"s3://{self.bucket}/{self.key(relative)}"
 
-    @property
+    @cached_property
     def client(self) -> Any:
-        if not self._client:
-            try:
-                import boto3
-                from botocore.config import Config
-            except ImportError:
-                raise ConfigError(f"the home {self.url} is on object storage, which needs boto3: pip install "
-                                  "'tokenledger[s3]'") from None
-            self._client.append(boto3.client("s3", config=Config(retries={"max_attempts": 5, "mode": "standard"},
-                                                                  max_pool_connections=TRANSFER_THREADS * 2)))
-        return self._client[0]
+        """boto3's S3 client, made on first use: naming a home (HomeLayout.of, loading the definitions) talks to no
+        one. boto3 is imported here too: it is an extra ('tokenledger[s3]'), needed by a bucket home alone."""
+        try:
+            import boto3
+            from botocore.config import Config
+        except ImportError:
+            raise ConfigError(f"the home {self.url} is on object storage, which needs boto3: pip install "
+                              "'tokenledger[s3]'") from None
+        return boto3.client("s3", config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                                                max_pool_connections=TRANSFER_THREADS * 2))
 
     @contextlib.contextmanager
     def talking(self, doing: str, relative: str = "") -> Iterator[None]:
@@ -167,18 +150,14 @@ class RemoteHome:
         return names
 
     def download(self, relative: str, target: Path, known: RemoteObject | None = None) -> None:
-        """The object to `target`, replaced whole (a temporary name, then a rename), with the object's time."""
+        """The object to `target`, replaced whole (tokenledger/storage/atomic.py), with the object's time."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.pid{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        with atomic.replacing(target) as tmp:
             with self.talking("reading", relative):
                 self.client.download_file(self.bucket, self.key(relative), str(tmp))
                 stamp = known.mtime if known else self.client.head_object(
                     Bucket=self.bucket, Key=self.key(relative))["LastModified"].timestamp()
             os.utime(tmp, (stamp, stamp))
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def upload(self, source: Path, relative: str) -> RemoteObject:
         with self.talking("writing", relative):
@@ -219,9 +198,10 @@ class RemoteHome:
             self.client.copy_object(Bucket=self.bucket, Key=self.key(relative),
                                     CopySource={"Bucket": self.bucket, "Key": self.key(source)})
 
-    def delete(self, relatives: Iterable[str]) -> None:
+    def delete(self, relatives: Iterable[str], under: str) -> None:
+        """Remove the objects `relatives`, which are all under the folder `under` (named when the store refuses)."""
         keys = [{"Key": self.key(r)} for r in relatives]
-        with self.talking("deleting under", PUBLISHED):
+        with self.talking("deleting under", under):
             for start in range(0, len(keys), 1000):
                 self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[start:start + 1000],
                                                                        "Quiet": True})
@@ -247,7 +227,9 @@ def _same(local: Path, remote: RemoteObject) -> bool:
     return stat.st_size == remote.size and stat.st_mtime == remote.mtime
 
 
-def _each(work: Iterable[Any], do: Any) -> None:
+def in_parallel(work: Iterable[Any], do: Callable[[Any], Any]) -> None:
+    """`do` of each item of `work`, TRANSFER_THREADS at a time (a request to an object store mostly waits on the
+    network, so many at once take little longer than one); the first error is raised."""
     with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
         for _ in pool.map(do, list(work)):
             pass
@@ -258,7 +240,7 @@ def pull(remote: RemoteHome, root: Path, relative_prefix: str, exact: bool = Tru
     downloaded and, with `exact`, files the bucket no longer has are removed. Returns the files downloaded."""
     objects = remote.list(relative_prefix)
     stale = [(rel, obj) for rel, obj in objects.items() if not rel.endswith("/") and not _same(root / rel, obj)]
-    _each(stale, lambda item: remote.download(item[0], root / item[0], item[1]))
+    in_parallel(stale, lambda item: remote.download(item[0], root / item[0], item[1]))
     folder = root / relative_prefix
     if exact and folder.is_dir():
         for path in folder.rglob("*"):
@@ -284,100 +266,8 @@ def push(remote: RemoteHome, root: Path, files: Iterable[Path], listed: dict[str
         stamp = remote.upload(path, str(path.relative_to(root))).mtime
         os.utime(path, (stamp, stamp))
 
-    _each(changed, one)
+    in_parallel(changed, one)
     return len(changed)
-
-
-# --- publishing --------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Manifest:
-    """What a remote home has published: every published path and the object holding it."""
-
-    version: int
-    files: dict[str, dict[str, Any]]
-    etag: str | None = None
-
-    def keys(self) -> set[str]:
-        return {entry["key"] for entry in self.files.values()}
-
-
-def current_manifest(remote: RemoteHome) -> Manifest:
-    got = remote.get(CURRENT_KEY)
-    if got is None:
-        return Manifest(0, {})
-    body, etag = got
-    data = json.loads(body)
-    return Manifest(int(data["version"]), data["files"], etag)
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None,
-           before_switch: Callable[[], None] | None = None) -> Manifest:
-    """Publish `staged` (path in the version -> local file) on top of what the bucket has published.
-
-    The files are uploaded under this commit's own keys, then the manifest is replaced with a conditional put. When
-    another publisher committed in between, the manifest is read again and the files merged into it (at most
-    COMMIT_ATTEMPTS times); with `expect_version`, the commit instead raises Conflict when the published version is
-    no longer that one (a table built from every published day must be built again). Returns the new manifest."""
-    from tokenledger.faults import failpoint
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    commit_id = f"{stamp}-{uuid.uuid4().hex[:12]}"
-    entries: dict[str, dict[str, Any]] = {}
-
-    def upload(item: tuple[str, Path]) -> None:
-        relative, path = item
-        key = f"{OBJECTS}/{commit_id}/{relative}"
-        remote.upload(path, key)
-        entries[relative] = {"key": key, "size": path.stat().st_size, "sha256": _sha256(path)}
-
-    items = sorted(staged.items())
-    _each(items[: len(items) // 2], upload)
-    failpoint("publish:linking")
-    _each(items[len(items) // 2:], upload)
-    for attempt in range(COMMIT_ATTEMPTS):
-        base = current_manifest(remote)
-        if expect_version is not None and base.version != expect_version:
-            raise Conflict(CURRENT_KEY)
-        new = Manifest(base.version + 1, {**base.files, **entries})
-        body = json.dumps({"version": new.version, "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "commit": commit_id, "files": new.files}, indent=1, sort_keys=True).encode()
-        if before_switch:  # each attempt at the conditional put (benchmarks/commits.py counts them)
-            before_switch()
-        failpoint("publish:before-switch")
-        try:
-            etag = remote.put(CURRENT_KEY, body, if_match=base.etag, if_absent=base.etag is None)
-        except Conflict:
-            if expect_version is not None:
-                raise
-            time.sleep(min(0.05 * 2 ** attempt, 2.0))
-            continue
-        failpoint("publish:after-switch")
-        return Manifest(new.version, new.files, etag)
-    raise EnvironmentProblem(f"could not publish to {remote.where(CURRENT_KEY)}: it changed under each of "
-                             f"{COMMIT_ATTEMPTS} attempts (many runs publishing at once); re-run the days.")
-
-
-def mirror_plain_prefixes(remote: RemoteHome, manifest: Manifest, relatives: Iterable[str]) -> None:
-    """Copy the committed files of `relatives` under exports/ and reports/ to their plain keys, for folder readers."""
-    wanted = [r for r in relatives if r.split("/", 1)[0] in ("exports", "reports") and r in manifest.files]
-    _each(wanted, lambda r: remote.copy(manifest.files[r]["key"], r))
-
-
-def collect(remote: RemoteHome, manifest: Manifest, now: float | None = None) -> int:
-    """Remove uploads no published version references, once UNREFERENCED_KEEP_S old; returns how many."""
-    now = time.time() if now is None else now
-    referenced = manifest.keys()
-    old = [rel for rel, obj in remote.list(f"{OBJECTS}/").items()
-           if rel not in referenced and now - obj.mtime > UNREFERENCED_KEEP_S]
-    if old:
-        remote.delete(old)
-    return len(old)
 
 
 # --- a step's work folder ----------------------------------------------------------------------------------------
@@ -386,12 +276,10 @@ def collect(remote: RemoteHome, manifest: Manifest, now: float | None = None) ->
 WHOLE_RAW = ("billing", "loadtest", "traces")
 
 
-def pull_for_run(layout: Any, days: Iterable[Any]) -> None:
-    """What a step of the run's `days` reads, into the work folder: config/, the days' request logs, the bill, the
-    load tests and traces, the days' lake files, and the published exports and reports (module docstring)."""
-    from tokenledger.publish.versions import pull_published
-
-    remote, root = layout.remote, layout.home
+def pull_for_run(remote: RemoteHome, root: Path, days: Iterable[date]) -> None:
+    """What a step of the run's `days` reads, into the work folder `root`: config/, the days' request logs, the
+    bill, the load tests and traces, and the days' lake files (the published version is pulled by
+    tokenledger.publish.versions.pull_published)."""
     names = [f"dt={day.isoformat()}" for day in days]
     pull(remote, root, "config/")
     for folder in remote.folders("raw/"):
@@ -403,20 +291,20 @@ def pull_for_run(layout: Any, days: Iterable[Any]) -> None:
     # Never exact: a step of this run on this machine may have written a file it has not pushed yet.
     wanted = {f"day={day.isoformat()}" for day in days}
     lake = {rel: obj for rel, obj in remote.list("lake/").items() if _lake_day(rel) in wanted or _lake_day(rel) == ""}
-    _each([(rel, obj) for rel, obj in lake.items() if not _same(root / rel, obj)],
-          lambda item: remote.download(item[0], root / item[0], item[1]))
-    pull_published(layout)
+    in_parallel([(rel, obj) for rel, obj in lake.items() if not _same(root / rel, obj)],
+                lambda item: remote.download(item[0], root / item[0], item[1]))
 
 
-def push_for_run(layout: Any, days: Iterable[Any]) -> int:
-    """The lake files of the run's days (and the tables kept whole) that this process wrote, to the bucket."""
-    root, wanted = layout.home, {f"day={day.isoformat()}" for day in days}
+def push_for_run(remote: RemoteHome, root: Path, days: Iterable[date]) -> int:
+    """The lake files of the run's days (and the tables kept whole) that this process wrote in `root`, to the
+    bucket."""
+    wanted = {f"day={day.isoformat()}" for day in days}
     lake = root / "lake"
     if not lake.is_dir():
         return 0
     files = [p for p in lake.rglob("*.parquet") if not p.name.startswith(".")
              and (_lake_day(str(p.relative_to(root))) in wanted or _lake_day(str(p.relative_to(root))) == "")]
-    return push(layout.remote, root, files, listed=layout.remote.list("lake/"))
+    return push(remote, root, files, listed=remote.list("lake/"))
 
 
 def _lake_day(relative: str) -> str:

@@ -25,20 +25,23 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from tokenledger.accounting.day import attach_day, attach_inputs
+from tokenledger.accounting.day import attach_inputs
+from tokenledger.catalog import TRACES
 from tokenledger.contracts import load_contract, validation_query
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest.landing import landing_files
 from tokenledger.ingest.readers import check_some_records, jsonl_lines, read_error
-from tokenledger.ingest.sources import GATEWAY_FORMATS, DayWindow, _jsonl_text_relation
+from tokenledger.ingest.sources import GATEWAY_FORMATS, _jsonl_text_relation
 from tokenledger.storage import lake
 from tokenledger.storage.duck import memory_limit_bytes, register_arrow, run_sql, sql_path, statement, used_params
+from tokenledger.storage.lake import DayWindow, attach_day
 from tokenledger.storage.layout import HomeLayout
 
+# tokenledger.whatif.lru is imported by the functions that replay: it loads numba (about a second), which a step
+# that reads no trace and replays nothing, and loading the definitions, need not pay.
 if TYPE_CHECKING:
     from tokenledger.whatif.lru import Sampling
 
-TRACES = ("infra", "cache_whatif_traces")
 TRACE_FORMATS = {k: v for k, v in GATEWAY_FORMATS.items() if v == "jsonl"}
 _EMPTY_LINE = "empty line: no record"  # sql/ingest/gateway_lines.sql: a blank line in a trace is skipped, not an error
 
@@ -392,7 +395,7 @@ def traces_dir(layout: HomeLayout) -> Path:
 
 def traces_file(layout: HomeLayout) -> Path:
     """The one file of infra.cache_whatif_traces: a trace has no day."""
-    return layout.lake / TRACES[0] / TRACES[1] / lake.DATA_FILE
+    return layout.lake / TRACES.schema / TRACES.name / lake.DATA_FILE
 
 
 def _stage_traces(con: duckdb.DuckDBPyConnection, layout: HomeLayout, scratch: Path) -> list[Path]:

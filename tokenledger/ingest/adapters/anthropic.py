@@ -43,7 +43,7 @@ sql/ingest/adapt_anthropic.sql:
   are not judged against the SLO (latency_measured false).
 """
 
-from tokenledger.ingest.adapters import Adapter
+from tokenledger.ingest.adapters.base import Adapter
 
 ADAPTER = Adapter(
     name="anthropic",

@@ -40,7 +40,7 @@ data_contracts/inputs/source_codex.odcs.yaml; the mapping is sql/ingest/adapt_co
   SLO (latency_measured false).
 """
 
-from tokenledger.ingest.adapters import Adapter
+from tokenledger.ingest.adapters.base import Adapter
 
 ADAPTER = Adapter(
     name="openai",

@@ -29,7 +29,7 @@ rules are data_contracts/inputs/source_litellm.odcs.yaml; the mapping is sql/ing
   difference), never used as the cost.
 """
 
-from tokenledger.ingest.adapters import Adapter
+from tokenledger.ingest.adapters.base import Adapter
 
 ADAPTER = Adapter(
     name="litellm",

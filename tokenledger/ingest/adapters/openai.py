@@ -42,7 +42,8 @@ sql/ingest/adapt_openai.sql:
   against the SLO (latency_measured false; TTFT and e2e unknown).
 """
 
-from tokenledger.ingest.adapters import Adapter, codex
+from tokenledger.ingest.adapters import codex
+from tokenledger.ingest.adapters.base import Adapter
 
 ADAPTER = Adapter(
     name="openai",

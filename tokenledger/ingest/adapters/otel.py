@@ -32,7 +32,7 @@ mapping is sql/ingest/adapt_otel.sql:
   timeout when it names a timeout, else error; a failed call without usage used no tokens.
 """
 
-from tokenledger.ingest.adapters import Adapter
+from tokenledger.ingest.adapters.base import Adapter
 
 ADAPTER = Adapter(
     name="otel",
