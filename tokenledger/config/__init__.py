@@ -23,8 +23,6 @@ import pyarrow as pa
 from tokenledger.config.flatten import (
     DEFAULT_SCENARIO,
     WHATIF_FILE,
-    _Rows,
-    _text,
     flatten_costs,
     flatten_deployments,
     flatten_slo,
@@ -33,7 +31,7 @@ from tokenledger.config.flatten import (
 from tokenledger.config.messages import _check_keys, _require_list, _require_mapping
 from tokenledger.config.models import DEFAULT_BUDGET_ACCESSES, DEFAULT_MODEL
 from tokenledger.config.prices import LITELLM_PRICE_KEYS, MAX_PRICE_MAP_BYTES
-from tokenledger.config.source import MAX_EXPANDED_NODES, _line, _Mapping, read_yaml
+from tokenledger.config.source import MAX_EXPANDED_NODES, _line, _Mapping, _Rows, _text, read_yaml
 from tokenledger.contracts import Table, load_contract, typed_select, violation_reasons
 from tokenledger.errors import ConfigError
 from tokenledger.storage.duck import register_arrow

@@ -8,9 +8,6 @@ line it came from and the YAML mappings its fields were read from, so a broken r
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,49 +27,12 @@ from tokenledger.config.models import (
     WhatifFile,
 )
 from tokenledger.config.prices import flatten_api_prices
-from tokenledger.config.source import _Mapping, read_yaml
+from tokenledger.config.source import _Mapping, _Rows, read_yaml
 from tokenledger.contracts import load_contract
 
 WHATIF_FILE = "whatif.yaml"
 # Without config/whatif.yaml the what-if replays the one scenario that needs no parameters: the upper bound.
 DEFAULT_SCENARIO = {"scenario": "infinite", "cache": "infinite", "scope": "shared"}
-
-
-def _text(value: Any) -> str | None:
-    """The text form the contract SQL types from: dates in ISO 8601, lists as JSON, booleans lower-case."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, list | dict):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
-@dataclass
-class _Rows:
-    """Rows of one contract table in text form, each with the file and line it came from."""
-
-    table: str
-    path: Path
-    rows: list[dict[str, str | None]]
-    lines: list[int]
-    sources: list[tuple[_Mapping, ...]] = field(default_factory=list)
-
-    def add(self, line: int, *sources: _Mapping, **values: Any) -> None:
-        """Add a row; `sources` are the YAML mappings its fields came from, most specific first."""
-        self.rows.append({k: _text(v) for k, v in values.items()})
-        self.lines.append(line)
-        self.sources.append(sources)
-
-    def field_line(self, index: int, field_name: str) -> int:
-        """The line of `field_name` in the row's YAML, or the row's own line when it is not written there."""
-        for source in self.sources[index]:
-            if field_name in getattr(source, "key_lines", {}):
-                return source.key_lines[field_name]
-        return self.lines[index]
 
 
 def _read(model: Any, path: Path, optional: bool = False) -> Any:

@@ -17,7 +17,7 @@ from tokenledger.config.models import CostVersion, LitellmPriceSheet
 from tokenledger.errors import ConfigError
 
 if TYPE_CHECKING:
-    from tokenledger.config.flatten import _Rows
+    from tokenledger.config.source import _Rows
 
 # LiteLLM's model price map (model_prices_and_context_window.json): per-token prices by the names LiteLLM gives them.
 LITELLM_PRICE_KEYS = {

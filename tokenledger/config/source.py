@@ -6,6 +6,9 @@ turns text into Python values that remember where they were written, so that eve
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +119,40 @@ def read_yaml(path: Path) -> Any:
 def _line(obj: Any, fallback: int = 0) -> int:
     """The line a mapping of the file starts on (`fallback` for anything that is not one)."""
     return getattr(obj, "line", fallback)
+
+
+def _text(value: Any) -> str | None:
+    """The text form the contract SQL types from: dates in ISO 8601, lists as JSON, booleans lower-case."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+@dataclass
+class _Rows:
+    """Rows of one contract table in text form, each with the file and line it came from."""
+
+    table: str
+    path: Path
+    rows: list[dict[str, str | None]]
+    lines: list[int]
+    sources: list[tuple[_Mapping, ...]] = field(default_factory=list)
+
+    def add(self, line: int, *sources: _Mapping, **values: Any) -> None:
+        """Add a row; `sources` are the YAML mappings its fields came from, most specific first."""
+        self.rows.append({k: _text(v) for k, v in values.items()})
+        self.lines.append(line)
+        self.sources.append(sources)
+
+    def field_line(self, index: int, field_name: str) -> int:
+        """The line of `field_name` in the row's YAML, or the row's own line when it is not written there."""
+        for source in self.sources[index]:
+            if field_name in getattr(source, "key_lines", {}):
+                return source.key_lines[field_name]
+        return self.lines[index]
