@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import lenient, materialize, rows, write_jsonl
 from tokenledger.errors import InputFileError
-from tokenledger.ingest import adapters
+from tokenledger.ingest.adapters import adapters
 from tokenledger.ingest.landing import landing_files
 from tokenledger.ingest.sources import request_sources, stage_gateway_files
 
