@@ -10,9 +10,10 @@
    from a folder that is not the checkout: the reference.
 3. For each Python: a new virtualenv outside the clone, the wheel installed into it (not editable) by
    tools/install.sh with the extras a deployment uses, the script the Dockerfile runs; `pip show -f tokenledger`
-   lists one top-level package; the same day generated and run from another folder, exit 0; every published table
-   equal to the reference's (tools/compare_homes.py: `ORDER BY ALL` equal, the home's path and the run ids
-   normalised).
+   lists one top-level package; the same day generated and run from another folder, exit 0; the code location
+   loaded by `dagster definitions validate` through the workspace.yaml the run wrote (as the daemon and the UI load
+   it); every published table equal to the reference's (tools/compare_homes.py: `ORDER BY ALL` equal, the home's
+   path and the run ids normalised).
 
 Each step prints its time. Everything is written under a temporary folder (or --workdir), removed at the end
 unless --keep. Interpreters are found as `pythonX.Y` on PATH, else under pyenv's versions folder.
@@ -201,6 +202,20 @@ def run_day(venv_bin: Path, home: Path, cwd: Path, logs: Path, label: str) -> No
     print(f"    {label}: {DAY} generated and published in {home}")
 
 
+def validate_code_location(venv_bin: Path, home: Path, cwd: Path, logs: Path, label: str) -> None:
+    """The code location as the home's daemon and UI load it: the workspace.yaml tokenledger wrote beside the
+    instance's dagster.yaml names the installed module, loaded here from a folder that is not the checkout."""
+    workspace = home / ".dagster" / "workspace.yaml"
+    if not workspace.is_file():
+        raise Failed(f"{label}: tokenledger run wrote no {workspace}")
+    env = clean_env(venv_bin) | {"TOKENLEDGER_HOME": str(home), "DAGSTER_HOME": str(home / ".dagster")}
+    out = sh([str(venv_bin / "dagster"), "definitions", "validate", "-w", str(workspace)], cwd=cwd, env=env,
+             log=logs / f"validate-{label}.log")
+    if "All code locations passed validation" not in out:
+        raise Failed(f"{label}: dagster definitions validate did not pass: see {logs / f'validate-{label}.log'}")
+    print(f"    {label}: dagster definitions validate -w {workspace}: passed")
+
+
 def compare(reference: Path, home: Path, label: str) -> None:
     outcomes = compare_homes.compare_homes(reference, home)
     text = compare_homes.render(outcomes, reference, home)
@@ -254,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             home = work / f"home-{version}"
             steps.run(f"Python {version}: generate and run the day", run_day, venv / "bin", home, elsewhere,
                       work / "logs", label)
+            steps.run(f"Python {version}: dagster definitions validate", validate_code_location, venv / "bin", home,
+                      elsewhere, work / "logs", label)
             steps.run(f"Python {version}: compare with the editable run", compare, reference, home, label)
         ok = True
     except Failed as e:
@@ -263,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep or not ok:
             print(f"work folder kept: {work}")
         else:
+            began = time.monotonic()
             shutil.rmtree(work, ignore_errors=True)
+            print(f"work folder removed in {time.monotonic() - began:.0f} s")
     if ok:
         print(f"wheel check passed: {len(versions)} Python(s), every published table equal to the editable run's")
     return 0 if ok else 1
