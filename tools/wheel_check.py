@@ -281,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"work folder kept: {work}")
         else:
             began = time.monotonic()
-            shutil.rmtree(work, ignore_errors=True)
+            # Three venvs are about 100k files: shutil.rmtree took 124 s here, rm -rf about 7 s a venv.
+            if subprocess.run(["rm", "-rf", str(work)]).returncode != 0:
+                shutil.rmtree(work, ignore_errors=True)
             print(f"work folder removed in {time.monotonic() - began:.0f} s")
     if ok:
         print(f"wheel check passed: {len(versions)} Python(s), every published table equal to the editable run's")
