@@ -9,7 +9,7 @@ DEMO_DAYS ?= 7
 DEMO_REQUESTS_PER_DAY ?= 200000
 DEMO_SEED ?= 7
 
-.PHONY: demo test test-distributed ui bench lint docs constraints clean review-png
+.PHONY: demo test test-distributed test-wheel ui bench lint docs constraints clean review-png
 
 # The environment: pinned versions (constraints.txt) installed into .venv, the project editable.
 $(BIN)/.installed-dev: pyproject.toml constraints.txt
@@ -35,6 +35,14 @@ test: $(BIN)/.installed-dev
 # of .ci/run of its own, as they take minutes.
 test-distributed: $(BIN)/.installed-dev
 	$(BIN)/python -m pytest -q -m distributed
+
+# tokenledger as a user or the image installs it (tools/wheel_check.py): the wheel built, installed (not editable) by
+# tools/install.sh, the Dockerfile's install script, into a new virtualenv outside the clone on each Python, and a
+# day generated and run from another folder; its published tables equal to the editable checkout's
+# (tools/compare_homes.py). A step of .ci/run; WHEEL_PYTHONS=3.11 for one Python only.
+WHEEL_PYTHONS ?= 3.11,3.12,3.13
+test-wheel: $(BIN)/.installed-dev
+	$(BIN)/python tools/wheel_check.py --pythons $(WHEEL_PYTHONS)
 
 # The demo's first review as the reader's first screen: headless Chromium at 1400 x 900 (apt-get install chromium);
 # prints whether the verdict table is above the fold.
