@@ -3,7 +3,7 @@ request, its region, its input size against the sheet's long-context threshold (
 reasoning tokens, and a request nothing prices (unpriced, counted, NULL cost: never $0).
 
 The formula is run straight through its SQL file over the conftest config plus the sheets below (read by
-tokenledger/config.py, LiteLLM map and all); one end-to-end day shows the unpriced request counted in
+tokenledger/config/, LiteLLM map and all); one end-to-end day shows the unpriced request counted in
 finance.cost_reconciliation_daily and the day held back by the blocking check api_requests_priced.
 Every expected figure is worked out in the comments, per 1M tokens then divided by 1e6.
 """
