@@ -22,6 +22,7 @@ from tokenledger.faults import failpoint
 from tokenledger.publish.versions import EXPORTS, Staging, publish_files, stage_day, verify_day
 from tokenledger.publish.warehouse import refresh_views
 from tokenledger.storage import lake
+from tokenledger.storage.housekeeping import verify_hold
 from tokenledger.storage.lake import DayWindow
 from tokenledger.whatif.replay import traces_file
 
@@ -56,9 +57,14 @@ def published_exports(context: dg.AssetExecutionContext, ledger: LedgerResource)
         result = for_each_day(context, ledger, stage)
         if (traces := traces_file(layout)).is_file():  # this run's, its contract checked upstream
             staging.add_link(traces, f"{EXPORTS}/{TRACES.schema}/{TRACES.name}/{lake.DATA_FILE}")
+        fence = ledger.fence(context)
         with user_errors(f"publishing to {layout.published}"):
             failpoint("publish:staged")
-            version = publish_files(layout, staging)
+            if fence:
+                # Still the run holding its days (a run whose lock was lost, or whose orchestrator is gone, stops
+                # here); the commit checks the generations again as it switches (tokenledger/publish/versions.py).
+                verify_hold(layout, fence)
+            version = publish_files(layout, staging, fence=fence)
     finally:
         staging.discard()
     # The manifest is checked against what readers now see: it catches a disk that does not hold what was written.

@@ -7,6 +7,7 @@ overridden on its own (`TOKENLEDGER_RAW_DIR`, `TOKENLEDGER_CONFIG_DIR`, `TOKENLE
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import duckdb
 from pydantic import PrivateAttr
 
 from tokenledger.errors import LedgerError
-from tokenledger.publish.versions import pull_published
+from tokenledger.publish.versions import published_generations, pull_published
 from tokenledger.publish.warehouse import WarehouseResource, warehouse_resource
 from tokenledger.storage.duck import compute_connection
 from tokenledger.storage.housekeeping import clean_orphans, day_locks, dead_runs, register_run, step_scratch
@@ -40,6 +41,9 @@ OPTIONAL_SETTINGS = {"duckdb_memory_limit": "TOKENLEDGER_DUCKDB_MEMORY_LIMIT"}
 # run with: the home it computes, which a step executed elsewhere (a Celery worker) checks its own against, and the
 # run's own id, telling its steps that the run is held (a re-executed run inherits its parent's tags: hence the id).
 HOME_TAG, HELD_TAG = "tokenledger/home", "tokenledger/held_run"
+# The generation the run took each of its days with ({"run": run id, "days": {ISO day: number}}), which its
+# publication carries (tokenledger/storage/housekeeping.py, day_locks): a step executed anywhere reads it here.
+FENCE_TAG = "tokenledger/generations"
 
 
 class LedgerResource(dg.ConfigurableResource):
@@ -72,6 +76,7 @@ class LedgerResource(dg.ConfigurableResource):
     idle_days: str | None = None
 
     _held: ExitStack | None = PrivateAttr(default=None)
+    _fence: dict[str, int] | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """At a run's start: hold the run (`holding_run`), unless the process orchestrating it already does (an
@@ -125,11 +130,16 @@ class LedgerResource(dg.ConfigurableResource):
                 clean_orphans(layout, days)
                 record = register_run(layout, run.run_id)
                 held.callback(record.unlink, missing_ok=True)
-                held.enter_context(day_locks(
+                generations = held.enter_context(day_locks(
                     layout, days, waiting=lambda day: log.info(
-                        f"another run of {day} is in progress; waiting for it to finish before computing the day")))
+                        f"another run of {day} is in progress; waiting for it to finish before computing the day"),
+                    published=published_generations(layout) if days else {}))
             except OSError as exc:
                 raise _cannot_prepare(layout, exc) from None
+            if days:
+                self._fence = generations
+                held.callback(setattr, self, "_fence", None)
+                instance.add_run_tags(run.run_id, {FENCE_TAG: json.dumps({"run": run.run_id, "days": generations})})
             yield
 
     @contextmanager
@@ -143,6 +153,15 @@ class LedgerResource(dg.ConfigurableResource):
         with self.holding_run(run, instance, log):
             instance.add_run_tags(run.run_id, {HOME_TAG: self.layout.name, HELD_TAG: run.run_id})
             yield
+
+    def fence(self, context: dg.AssetExecutionContext) -> dict[str, int] | None:
+        """The generation this run took each of its days with (what its publication carries), or None for a run
+        that holds no day (materialized outside a run of the home)."""
+        if self._fence is not None:
+            return self._fence
+        run = context.instance.get_run_by_id(context.run_id)  # as stored now: tagged after the run started
+        said = json.loads(run.tags.get(FENCE_TAG, "{}")) if run is not None else {}
+        return said["days"] if said.get("run") == context.run_id else None
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Push what the step wrote (a home on object storage), then release the day locks and the run record."""

@@ -8,14 +8,20 @@ run completes.
 
 `TOKENLEDGER_FAILPOINT=<name>:raise` raises FailpointError there instead: a step that fails the way a bug fails it
 (an exception with a traceback), for the tests of what a failed step leaves published.
+
+`TOKENLEDGER_FAILPOINT=<name>:wait:<file>` pauses there: it writes `<file>.reached`, then waits until `<file>`
+exists (at most WAIT_S), for the tests of what happens to a run while it is paused (its lock taken away).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+from pathlib import Path
 
 VARIABLE = "TOKENLEDGER_FAILPOINT"
+WAIT_S = 600.0
 
 
 class FailpointError(RuntimeError):
@@ -31,3 +37,9 @@ def failpoint(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if wanted == f"{name}:raise":
         raise FailpointError(f"failpoint {name} reached ({VARIABLE}={wanted})")
+    if wanted.startswith(f"{name}:wait:"):
+        release = Path(wanted[len(f"{name}:wait:"):])
+        release.with_name(release.name + ".reached").touch()
+        deadline = time.monotonic() + WAIT_S
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)

@@ -19,8 +19,8 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 from tokenledger.errors import EnvironmentProblem
 from tokenledger.faults import failpoint
 from tokenledger.storage import retry
+from tokenledger.storage.housekeeping import LostHold
 from tokenledger.storage.remote import Conflict, RemoteHome, in_parallel
 
 PUBLISHED = ".published"
@@ -46,6 +47,8 @@ class Manifest:
     version: int
     files: dict[str, dict[str, Any]]
     etag: str | None = None
+    # The generation each published day was last published with (tokenledger.storage.housekeeping.day_locks).
+    generations: dict[str, int] = field(default_factory=dict)
 
     def keys(self) -> set[str]:
         return {entry["key"] for entry in self.files.values()}
@@ -57,7 +60,7 @@ def current_manifest(remote: RemoteHome) -> Manifest:
         return Manifest(0, {})
     body, etag = got
     data = json.loads(body)
-    return Manifest(int(data["version"]), data["files"], etag)
+    return Manifest(int(data["version"]), data["files"], etag, dict(data.get("generations", {})))
 
 
 def current_etag(remote: RemoteHome) -> str | None:
@@ -70,13 +73,16 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None) -> Manifest:
+def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | None = None,
+           fence: Mapping[str, int] | None = None) -> Manifest:
     """Publish `staged` (path in the version -> local file) on top of what the bucket has published.
 
     The files are uploaded under this commit's own keys, then the manifest is replaced with a conditional put. When
     another publisher committed in between, the manifest is read again and the files merged into it (at most
     COMMIT_ATTEMPTS times); with `expect_version`, the commit instead raises Conflict when the published version is
-    no longer that one (a table built from every published day must be built again). Returns the new manifest."""
+    no longer that one (a table built from every published day must be built again). With `fence` (day -> the
+    generation this run took it with), the commit is refused (LostHold) when the manifest holds a newer generation
+    of one of those days, checked in the same conditional put that commits. Returns the new manifest."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     commit_id = f"{stamp}-{uuid.uuid4().hex[:12]}"
     entries: dict[str, dict[str, Any]] = {}
@@ -95,9 +101,11 @@ def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | No
         base = current_manifest(remote)
         if expect_version is not None and base.version != expect_version:
             raise Conflict(CURRENT_KEY)
-        new = Manifest(base.version + 1, {**base.files, **entries})
+        generations = fenced(base.generations, fence or {}, remote.where(CURRENT_KEY))
+        new = Manifest(base.version + 1, {**base.files, **entries}, None, generations)
         body = json.dumps({"version": new.version, "committed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "commit": commit_id, "files": new.files}, indent=1, sort_keys=True).encode()
+                           "commit": commit_id, "files": new.files, "generations": generations}, indent=1,
+                          sort_keys=True).encode()
         failpoint("publish:before-switch")
         try:
             etag = remote.put(CURRENT_KEY, body, if_match=base.etag, if_absent=base.etag is None)
@@ -106,9 +114,21 @@ def commit(remote: RemoteHome, staged: dict[str, Path], expect_version: int | No
                 raise
             continue
         failpoint("publish:after-switch")
-        return Manifest(new.version, new.files, etag)
+        return Manifest(new.version, new.files, etag, generations)
     raise EnvironmentProblem(f"could not publish to {remote.where(CURRENT_KEY)}: it changed under each of "
                              f"{COMMIT_ATTEMPTS} attempts (many runs publishing at once); re-run the days.")
+
+
+def fenced(published: Mapping[str, int], fence: Mapping[str, int], where: str) -> dict[str, int]:
+    """The generations a commit of `fence`'s days leaves published; LostHold when a day of it was published by a
+    run that took the day after this one (this run lost its hold: what it computed must not replace that)."""
+    newer = {day: published[day] for day, number in fence.items() if published.get(day, 0) > number}
+    if newer:
+        day = min(newer)
+        raise LostHold(f"{day} was published by a newer run (generation {newer[day]}, in {where}) after this run "
+                       f"took it (generation {fence[day]}): this run lost its hold on the day and publishes "
+                       "nothing; what is published stays as it was.")
+    return {**published, **fence}
 
 
 def mirror_plain_prefixes(remote: RemoteHome, manifest: Manifest, relatives: Iterable[str]) -> None:

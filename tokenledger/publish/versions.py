@@ -61,6 +61,8 @@ DATASET_LAYOUT = 2
 LAKE = "lake"
 CURRENT = "current"
 VERSION_PREFIX = "v"
+# In a local version: the generation each published day was last published with (a bucket's manifest holds them).
+GENERATIONS = ".generations.json"
 KEEP_REPLACED_S = 600
 # OWASP CSV injection: a spreadsheet runs a cell starting with one of these as a formula.
 _FORMULA_START = r"^[=+\-@\t\r]"
@@ -294,18 +296,37 @@ def _point(layout: HomeLayout, name: str, folder: Path) -> None:
     atomic.symlink(folder, pointer)
 
 
-def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | None = None) -> Path:
+def published_generations(layout: HomeLayout) -> dict[str, int]:
+    """The generation each published day was last published with (ISO day -> number; {} before any)."""
+    if layout.remote is not None:
+        return bucket.current_manifest(layout.remote).generations
+    version = current_version(layout)
+    path = version / GENERATIONS if version else None
+    if path is None or not path.is_file():
+        return {}
+    return {day: int(number) for day, number in json.loads(path.read_text()).items()}
+
+
+def publish_files(layout: HomeLayout, staging: Staging, expect_version: int | None = None,
+                  fence: Mapping[str, int] | None = None) -> Path:
     """Build a new version from the current one plus the staged files, then switch `current` to it (one rename).
 
     Returns the new version's folder. The staging folder is emptied (its files are moved into the version). On a
     home on object storage the files are committed to the bucket (`tokenledger.publish.bucket.commit`) and the new
     version pulled; `expect_version` then makes the commit fail with `remote.Conflict` when another version was
-    published since that one (a local home needs no such check: its versions are built under one lock)."""
+    published since that one (a local home needs no such check: its versions are built under one lock).
+
+    `fence` (ISO day -> the generation the run took the day with) is checked against the generations the published
+    version holds, in the same step that switches it: a day published by a run that took it later is never
+    replaced (LostHold); the new version holds the fence's generations."""
     if layout.remote is not None:
-        return _publish_remote(layout, staging, expect_version)
+        return _publish_remote(layout, staging, expect_version, fence)
     root = layout.published
     root.mkdir(parents=True, exist_ok=True)
     with exclusive(layout.locks / "publish.lock"):
+        if fence:
+            generations = bucket.fenced(published_generations(layout), fence, str(root / CURRENT))
+            staging.add_text(json.dumps(generations, sort_keys=True), GENERATIONS)
         current = current_version(layout)
         sources: dict[str, Path] = {}
         if current:
@@ -416,10 +437,11 @@ def pull_published(layout: HomeLayout, core: bool = False) -> int:
     return manifest.version
 
 
-def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None) -> Path:
+def _publish_remote(layout: HomeLayout, staging: Staging, expect_version: int | None,
+                    fence: Mapping[str, int] | None) -> Path:
     """Commit the staged files to the bucket, copy them to the plain prefixes, pull the new version (publish_files)."""
     try:
-        manifest = bucket.commit(layout.remote, staging.files, expect_version)
+        manifest = bucket.commit(layout.remote, staging.files, expect_version, fence)
         bucket.mirror_plain_prefixes(layout.remote, manifest, staging.files)
         bucket.collect(layout.remote, manifest)
     finally:

@@ -22,13 +22,14 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tokenledger.storage import locks
+from tokenledger.errors import LedgerError
+from tokenledger.storage import atomic, locks
 from tokenledger.storage.layout import HomeLayout
 
 STEP_LOCK = ".in-use.lock"
@@ -62,27 +63,80 @@ def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_URL_ENV) or None
 
 
+class LostHold(LedgerError):
+    """A run no longer holds a day it computed: it must not publish it."""
+
+
 @contextmanager
-def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None) -> Iterator[None]:
+def day_locks(layout: HomeLayout, days: Iterable[date], waiting: Any = None,
+              published: Mapping[str, int] | None = None) -> Iterator[dict[str, int]]:
     """Hold the lock of every day in `days` (in date order); `waiting(day)` is called before blocking on one.
 
+    Yields the generation taken for each day (ISO day -> number): one more than any taken before, and than the
+    generation `published` says the day was last published with (a lock store reset, or a new work folder, never
+    hands out a number already used). The publication of the day carries it, and is refused when it is older than
+    the one the published day holds; `verify_hold` tells whether the run still holds the day (fencing: a run that
+    lost its lock never publishes, docs/adr/0109-a-publication-is-fenced-by-its-day-generation.md).
+
     With the Postgres instance (TOKENLEDGER_DAGSTER_POSTGRES_URL), the locks are the database's advisory locks,
-    which every machine of a deployment shares; otherwise lock files in the home, which every process of one
-    machine shares."""
+    which every machine of a deployment shares, and the generations a table of that database; otherwise lock files
+    in the home, which every process of one machine shares, with the generations beside them."""
+    floor = dict(published or {})
     if url := postgres_url():
-        with _advisory_day_locks(url, layout, days, waiting):
-            yield
+        with _advisory_day_locks(url, layout, days, waiting, floor) as generations:
+            yield generations
         return
     with ExitStack() as stack:
+        generations: dict[str, int] = {}
         for day in sorted(set(days)):
-            path = layout.locks / f"day={day.isoformat()}.lock"
+            path = _lock_file(layout, day)
             handle = locks.acquire(path, blocking=False)
             if handle is None:
                 if waiting:
                     waiting(day)
                 handle = locks.acquire(path)
             stack.callback(handle.close)
-        yield
+            number = max(_local_generation(layout, day), floor.get(day.isoformat(), 0)) + 1
+            atomic.write_text(_generation_file(layout, day), f"{number}\n")
+            generations[day.isoformat()] = number
+        yield generations
+
+
+def _lock_file(layout: HomeLayout, day: date) -> Path:
+    return layout.locks / f"day={day.isoformat()}.lock"
+
+
+def _generation_file(layout: HomeLayout, day: date) -> Path:
+    return layout.locks / f"day={day.isoformat()}.generation"
+
+
+def _local_generation(layout: HomeLayout, day: date) -> int:
+    try:
+        return int(_generation_file(layout, day).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def verify_hold(layout: HomeLayout, generations: Mapping[str, int]) -> None:
+    """Raise LostHold unless each day of `generations` is still locked under that generation: by this run, from
+    whichever process asks (the one holding the locks, or a step of the run executed elsewhere)."""
+    if url := postgres_url():
+        _verify_advisory(url, layout, generations)
+        return
+    for iso, number in sorted(generations.items()):
+        day = date.fromisoformat(iso)
+        handle = locks.acquire(_lock_file(layout, day), blocking=False)
+        if handle is not None:  # nobody holds the day: the run holding it ended
+            handle.close()
+            raise LostHold(_lost(iso, number, "its lock is no longer held (the process holding the run's days "
+                                              "ended)"))
+        if (now := _local_generation(layout, day)) != number:
+            raise LostHold(_lost(iso, number, f"another run has taken the day since (generation {now})"))
+
+
+def _lost(day: str, number: int, why: str) -> str:
+    return (f"this run no longer holds {day} (generation {number}): {why}, so it publishes nothing of it. "
+            "Re-run the day if no other run is computing it; what was published stays as it was.")
 
 
 def advisory_key(layout: HomeLayout, day: date) -> int:
@@ -91,23 +145,64 @@ def advisory_key(layout: HomeLayout, day: date) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-@contextmanager
-def _advisory_day_locks(url: str, layout: HomeLayout, days: Iterable[date], waiting: Any) -> Iterator[None]:
-    """Session advisory locks on a connection of this process's own: released when the block ends, or by the server
-    when the process dies and its connection drops."""
+# One row per locked day of every home: the last generation handed out and the server process holding the lock.
+_LEASES = ("CREATE TABLE IF NOT EXISTS tokenledger_day_leases (lock_key bigint PRIMARY KEY, "
+           "generation bigint NOT NULL, holder_pid integer NOT NULL)")
+_TAKE = ("INSERT INTO tokenledger_day_leases AS l (lock_key, generation, holder_pid) "
+         "VALUES (%(key)s, %(floor)s + 1, pg_backend_pid()) ON CONFLICT (lock_key) DO UPDATE "
+         "SET generation = GREATEST(l.generation, %(floor)s) + 1, holder_pid = pg_backend_pid() RETURNING generation")
+# The lease and whether its holder's session still holds the advisory lock (a bigint key is classid:objid).
+_HELD = ("SELECT l.generation, EXISTS (SELECT 1 FROM pg_locks p WHERE p.locktype = 'advisory' AND p.granted "
+         "AND p.pid = l.holder_pid AND p.classid = %(high)s::bigint::oid AND p.objid = %(low)s::bigint::oid "
+         "AND p.objsubid = 1) FROM tokenledger_day_leases l WHERE l.lock_key = %(key)s")
+
+
+def _connect(url: str) -> Any:
     import psycopg2
 
     connection = psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1))
+    connection.autocommit = True
+    return connection
+
+
+@contextmanager
+def _advisory_day_locks(url: str, layout: HomeLayout, days: Iterable[date], waiting: Any,
+                        floor: Mapping[str, int]) -> Iterator[dict[str, int]]:
+    """Session advisory locks on a connection of this process's own: released when the block ends, or by the server
+    when the process dies and its connection drops."""
+    connection = _connect(url)
     try:
-        connection.autocommit = True
+        generations: dict[str, int] = {}
         with connection.cursor() as cursor:
+            cursor.execute(_LEASES)
             for day in sorted(set(days)):
-                cursor.execute("SELECT pg_try_advisory_lock(%s)", (advisory_key(layout, day),))
+                key = advisory_key(layout, day)
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", (key,))
                 if not cursor.fetchone()[0]:
                     if waiting:
                         waiting(day)
-                    cursor.execute("SELECT pg_advisory_lock(%s)", (advisory_key(layout, day),))
-        yield
+                    cursor.execute("SELECT pg_advisory_lock(%s)", (key,))
+                cursor.execute(_TAKE, {"key": key, "floor": floor.get(day.isoformat(), 0)})
+                generations[day.isoformat()] = cursor.fetchone()[0]
+        yield generations
+    finally:
+        connection.close()
+
+
+def _verify_advisory(url: str, layout: HomeLayout, generations: Mapping[str, int]) -> None:
+    connection = _connect(url)
+    try:
+        with connection.cursor() as cursor:
+            for iso, number in sorted(generations.items()):
+                key = advisory_key(layout, date.fromisoformat(iso))
+                cursor.execute(_HELD, {"key": key, "high": (key >> 32) & 0xFFFFFFFF, "low": key & 0xFFFFFFFF})
+                found = cursor.fetchone()
+                if found is None or found[0] != number:
+                    raise LostHold(_lost(iso, number, "another run has taken the day since"
+                                         + (f" (generation {found[0]})" if found else "")))
+                if not found[1]:
+                    raise LostHold(_lost(iso, number, "the database session holding its lock ended (the "
+                                                      "orchestrating process died or its connection dropped)"))
     finally:
         connection.close()
 
