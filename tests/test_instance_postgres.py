@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import pwd
 import shutil
@@ -295,3 +296,76 @@ def test_with_a_postgres_instance_day_locks_are_its_advisory_locks(postgres: Ser
         assert same.poll() is None
     assert same.communicate(timeout=60)[0] == "holding 2026-11-16\n"
     assert not (home / ".locks").exists()  # nothing on disk: the server held them
+
+
+def test_a_run_whose_lock_is_revoked_mid_run_cannot_publish(postgres: Server, tmp_path: Path) -> None:
+    """The day's advisory lock is lost while the run computes (its database session ended, as when the server
+    restarts); then a later run takes and publishes the day. The paused run must publish nothing when resumed, and
+    say why; the day is the later run's, under generation 2."""
+    import time
+
+    import psycopg2
+
+    home = _home(tmp_path / "home")
+    release = tmp_path / "release"
+    env = {**os.environ, POSTGRES_URL_ENV: postgres.url(), "TOKENLEDGER_IDLE_DAYS": "all",
+           "TOKENLEDGER_HOME": str(home), "DAGSTER_HOME": str(home / ".dagster")}
+    command = [sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start", DAY]
+    paused = subprocess.Popen(command, env={**env, "TOKENLEDGER_FAILPOINT": f"publish:staged:wait:{release}"},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "release.reached").exists():
+            assert paused.poll() is None and time.monotonic() < deadline, paused.communicate()[0]
+            time.sleep(0.2)
+        with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1",
+                                                 port=postgres.port, dbname=DATABASE)) as conn:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT generation, pg_terminate_backend(holder_pid) FROM tokenledger_day_leases")
+                assert cur.fetchall() == [(1, True)]
+        later = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert later.returncode == 0, later.stdout + later.stderr
+        assert f"{DAY}  published" in later.stdout
+        published = _published(home)
+        release.touch()
+        out = paused.communicate(timeout=300)[0]
+    finally:
+        release.touch()
+        if paused.poll() is None:
+            paused.kill()
+    assert paused.returncode == 1, out
+    assert f"this run no longer holds {DAY} (generation 1): another run has taken the day since (generation 2)" \
+        in out, out
+    assert "Traceback" not in out
+    assert _published(home) == published  # the later run's day, untouched
+    with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=postgres.port,
+                                             dbname=DATABASE)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT generation FROM tokenledger_day_leases")
+        assert cur.fetchall() == [(2,)]
+    generations = json.loads(next((home / ".published").glob("v*/.generations.json")).read_text())
+    assert generations == {DAY: 2}
+
+
+def test_a_run_whose_lock_session_ended_cannot_publish_even_if_no_one_took_the_day(
+        postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import date
+
+    import psycopg2
+
+    from tokenledger.storage.housekeeping import LostHold, day_locks, verify_hold
+    from tokenledger.storage.layout import HomeLayout
+
+    monkeypatch.setenv(POSTGRES_URL_ENV, postgres.url())
+    layout = HomeLayout.of(tmp_path / "home")
+    with day_locks(layout, [date(2026, 11, 20)], published={"2026-11-20": 4}) as held:
+        assert held == {"2026-11-20": 5}  # above what the day was last published with
+        verify_hold(layout, held)  # from another session of the database, as a step on a worker asks
+        with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1",
+                                                 port=postgres.port, dbname=DATABASE)) as conn:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_terminate_backend(holder_pid) FROM tokenledger_day_leases "
+                            "WHERE generation = 5")
+        with pytest.raises(LostHold, match="the database session holding its lock ended"):
+            verify_hold(layout, held)
