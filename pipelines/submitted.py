@@ -30,10 +30,11 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from tokenledger.pipelines.daemon import unfinished_runs
 from tokenledger.pipelines.instance import CODE_LOCATION, DEFINITIONS_MODULE, workspace_file
 
 from tokenledger.errors import EnvironmentProblem
-from tokenledger.storage.locks import exclusive
+from tokenledger.storage.housekeeping import instance_lock
 
 JOB = "daily_pipeline"
 QUEUE_DAEMON = "QUEUED_RUN_COORDINATOR"
@@ -69,14 +70,14 @@ def daemon_alive(instance) -> bool:
 
 
 class QueueDaemon:
-    """A Dagster daemon dequeuing the instance's runs for as long as this command has runs to follow.
+    """The Dagster daemon dequeuing the instance's runs, for as long as this command has runs to follow.
 
     `ensure()`, called at every poll, uses the daemon already serving the instance (`tokenledger ui`'s, a
-    deployment's, another `tokenledger run --parallel`'s) and starts one of its own only when none is alive: under
-    a lock, so that two commands on one home never start two daemons. `stop()` ends the daemon this command started,
-    gracefully (SIGTERM to the daemon alone: its code server finishes the runs it launched, another command's
-    included, before exiting) and marks its heartbeat stale, so that a command still waiting on queued runs starts
-    its own daemon at its next poll instead of waiting on a stopped one."""
+    deployment's, another command's, on this host or another) and starts one only when none is alive, under a lock
+    the whole instance shares (`instance_lock`), so that two commands never start two. The one started is
+    pipelines/daemon.py's, in a session of its own: it stops by itself once the instance has no unfinished run, so it
+    outlives this command when another command's runs still need it. `stop()` stops it at once when nothing is left
+    for it to do (the runs' environment is the command's that started it: the next command starts its own)."""
 
     def __init__(self, instance, log: Callable[[str], None] = print) -> None:
         self.instance = instance
@@ -87,23 +88,22 @@ class QueueDaemon:
     def ensure(self) -> None:
         if daemon_alive(self.instance):
             return
-        if self.process is not None and self.process.poll() is not None:
+        if self.process is not None and self.process.poll() not in (None, 0):
             self._started_badly("exited")
-        with exclusive(Path(os.environ["DAGSTER_HOME"]) / ".daemon.lock"):
+        with instance_lock("dagster daemon start", Path(os.environ["DAGSTER_HOME"]) / ".daemon.lock"):
             if daemon_alive(self.instance):
                 return
-            if self.process is None:
-                self.log("starting the Dagster daemon for this home (none was running); it stops when the runs "
-                         "are done")
-                # The daemon loads the code location by module from the instance's workspace file (as `tokenledger
-                # ui`), from any folder, an installed package's as a checkout's. Its output (and its runs' console
-                # logs) goes to a file: a pipe nobody reads would fill and stall it. A session of its own: the
-                # terminal's Ctrl-C reaches this command, which stops the daemon after asking its runs to stop.
-                with self.log_file.open("ab") as sink:
-                    self.process = subprocess.Popen(
-                        [sys.executable, "-m", "dagster._daemon", "run", "--log-level", "warning",
-                         "-w", str(workspace_file(Path(self.instance.root_directory)))],
-                        start_new_session=True, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+            self.log("starting the Dagster daemon of this instance (none was running); it stops once no run is "
+                     "left for it")
+            # The daemon loads the code location by module from the instance's workspace file (as `tokenledger
+            # ui`), from any folder, an installed package's as a checkout's. Its output (and its runs' console
+            # logs) goes to a file: a pipe nobody reads would fill and stall it. A session of its own: the
+            # terminal's Ctrl-C reaches this command, which asks its runs to stop.
+            with self.log_file.open("ab") as sink:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "tokenledger.pipelines.daemon",
+                     "--workspace", str(workspace_file(Path(self.instance.root_directory)))],
+                    start_new_session=True, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
             deadline = time.monotonic() + DAEMON_START_S
             while not daemon_alive(self.instance):
                 if self.process.poll() is not None:
@@ -120,23 +120,32 @@ class QueueDaemon:
                                  + " / ".join(line.strip() for line in said) + f"; all of it in {self.log_file}): "
                                  "fix what it says, or run without --parallel")
 
-    def stop(self, grace_s: float = 60.0) -> None:
+    def stop(self, grace_s: float = 150.0) -> None:
+        """Stop the daemon this command started, when the instance has no unfinished run left (another command's
+        would still need it: it then stops by itself once they are done)."""
         if self.process is None:
             return
         process, self.process = self.process, None
-        if process.poll() is None:
+        if process.poll() is not None:
+            return
+        try:
+            left = unfinished_runs(self.instance)
+        except Exception:  # noqa: BLE001 - the instance cannot say: leave the daemon to stop by itself
+            left = 1
+        if left:
+            self.log(f"the Dagster daemon keeps serving {left} unfinished run(s) of other commands; it stops by "
+                     "itself once they are done")
+            return
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()  # the watcher stops the daemon gracefully and wipes its heartbeats
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                process.terminate()
-            try:
-                process.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        # Its last heartbeat would read as a live daemon for DAEMON_FRESH_S: a daemon still serving the instance
-        # writes a new one within its interval.
-        with contextlib.suppress(Exception):
-            self.instance.wipe_daemon_heartbeats()
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            with contextlib.suppress(Exception):
+                self.instance.wipe_daemon_heartbeats()
 
 
 @contextmanager
@@ -198,7 +207,7 @@ class Watcher:
         return len(self.cursors)
 
     def poll(self) -> list[tuple[str, SubmittedResult]]:
-        """One look at every followed run: new step lines printed; the runs that finished since, with results."""
+        """One look at every followed run: new step lines printed; the runs that finished since (id, result)."""
         from dagster import DagsterEventType
         from dagster._core.storage.dagster_run import FINISHED_STATUSES, DagsterRunStatus
 
@@ -217,58 +226,113 @@ class Watcher:
                            f"{_STEP_END[event.event_type_value]}")
             if run is not None and run.status in FINISHED_STATUSES:
                 events = [entry.dagster_event for entry in self.instance.all_logs(run_id) if entry.dagster_event]
-                finished.append((self.labels.pop(run_id), SubmittedResult(
-                    run_id, run.status == DagsterRunStatus.SUCCESS, events)))
+                finished.append((run_id, SubmittedResult(run_id, run.status == DagsterRunStatus.SUCCESS, events)))
                 del self.cursors[run_id]
+                del self.labels[run_id]
         return finished
 
 
+def runs_holding(instance) -> dict[date, str]:
+    """The days the instance's unfinished runs of the daily job compute (any command's, the schedule's, the UI's),
+    each with its run's id."""
+    from dagster import DagsterRunStatus, RunsFilter
+    from tokenledger.pipelines.daemon import UNFINISHED
+    from tokenledger.pipelines.resources import run_days
+
+    held: dict[date, str] = {}
+    for run in instance.get_runs(RunsFilter(job_name=JOB, statuses=[DagsterRunStatus[s] for s in UNFINISHED])):
+        for day in run_days(run.tags):
+            held.setdefault(day, run.run_id)
+    return held
+
+
+def _pieces(first: date, last: date, held: Mapping[date, str]) -> list[tuple[date, date, str | None]]:
+    """[first, last] cut where the runs of `held` take over: (first, last, the run computing them, or None)."""
+    out: list[tuple[date, date, str | None]] = []
+    for day in _days(first, last):
+        owner = held.get(day)
+        if out and out[-1][2] == owner and out[-1][1] == day - timedelta(days=1):
+            out[-1] = (out[-1][0], day, owner)
+        else:
+            out.append((day, day, owner))
+    return out
+
+
 def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_config: Mapping[str, Any],
-                  published: Callable[[date, date, Any], None], failed: dict[date, list[str]],
+                  published: Callable[[date, date, Any, str | None], None], failed: dict[date, list[str]],
                   failure_messages: Callable[[Any], list[str]]) -> None:
     """Submit the runs of `chunks`, keeping at most `parallel` of them unfinished, until every day is published or
     failed. A ranged run that fails published nothing: its days are submitted again, one run each (the rule of
-    `tokenledger run`). `published(first, last, result)` is called per successful run; a failed day's messages go
-    into `failed`."""
+    `tokenledger run`).
+
+    A day that a run of the instance already computes (another command's, on this host or another) is not submitted
+    again: that run is followed instead, and its outcome is the day's (checked and submitted under one lock of the
+    instance, so two commands never both submit a day). `published(first, last, result, by)` is called per
+    successful run, `by` the id of a run another command submitted (None for this command's own); a failed day's
+    messages go into `failed`."""
     waiting = deque(chunks)
     spans: dict[str, tuple[date, date]] = {}
+    own: set[str] = set()
+    submit_lock = Path(os.environ["DAGSTER_HOME"]) / ".submit.lock"
     daemon = QueueDaemon(instance, log=lambda text: print(text, flush=True))
     with workspace(instance) as context:
         watcher = Watcher(instance, write=lambda text: print(text, flush=True))
         try:
             while waiting or watcher.pending:
                 daemon.ensure()
-                while waiting and watcher.pending < parallel:
+                while waiting and len(own & set(watcher.cursors)) < parallel:
                     first, last = waiting.popleft()
-                    label = _label(first, last)
-                    run_id = submit(instance, context, span_tags(first, last), run_config)
-                    spans[label] = (first, last)
-                    watcher.follow(run_id, label)
-                    print(f"{label}  submitted as run {run_id[:8]}" + (
-                        "" if first == last else f" ({(last - first).days + 1} days, one run)"), flush=True)
-                for label, result in watcher.poll():
-                    first, last = spans.pop(label)
+                    with instance_lock("submit", submit_lock):
+                        for a, b, other in _pieces(first, last, runs_holding(instance)):
+                            label = _label(a, b)
+                            if other is not None:
+                                if other not in watcher.cursors:
+                                    watcher.follow(other, label)
+                                    spans[other] = (a, b)
+                                else:  # already followed for an earlier piece: widen its span
+                                    spans[other] = (min(spans[other][0], a), max(spans[other][1], b))
+                                print(f"{label}  already being computed by run {other[:8]} (another command's): "
+                                      "following it instead of running the days again", flush=True)
+                                continue
+                            run_id = submit(instance, context, span_tags(a, b), run_config)
+                            own.add(run_id)
+                            spans[run_id] = (a, b)
+                            watcher.follow(run_id, label)
+                            print(f"{label}  submitted as run {run_id[:8]}" + (
+                                "" if a == b else f" ({(b - a).days + 1} days, one run)"), flush=True)
+                for run_id, result in watcher.poll():
+                    first, last = spans.pop(run_id)
+                    by = None if run_id in own else run_id
                     if result.success:
-                        published(first, last, result)
-                    elif first != last:
-                        print(f"{label}  a day failed in the ranged run, so none of it was published: running its "
-                              "days one by one to publish the good ones and name the failed ones", flush=True)
+                        published(first, last, result, by)
+                    elif first != last or (by is not None and not _single_day(instance, run_id)):
+                        print(f"{_label(first, last)}  a day failed in the ranged run {run_id[:8]}"
+                              + ("" if by is None else " (another command's)") + ", so none of it was published: "
+                              "running its days one by one to publish the good ones and name the failed ones",
+                              flush=True)
                         waiting.extend((day, day) for day in _days(first, last))
                     else:
                         failed[first] = failure_messages(result) or [_ended(result)]
-                        print(f"{first}  FAILED")
+                        print(f"{first}  FAILED" + ("" if by is None else f" (in run {run_id[:8]}, another "
+                                                                          "command's)"))
                         for message in failed[first]:
                             print("    " + message.replace("\n", "\n    "))
                 time.sleep(POLL_S)
         except KeyboardInterrupt:
-            for run_id in list(watcher.cursors):
+            mine = [run_id for run_id in watcher.cursors if run_id in own]
+            for run_id in mine:
                 with contextlib.suppress(Exception):
                     instance.run_coordinator.cancel_run(run_id)
-            print(f"interrupted: {len(watcher.cursors)} submitted run(s) asked to stop; nothing of them is published "
+            print(f"interrupted: {len(mine)} submitted run(s) asked to stop; nothing of them is published "
                   "unless it finished", flush=True)
             raise
         finally:
             daemon.stop()
+
+
+def _single_day(instance, run_id: str) -> bool:
+    run = instance.get_run_by_id(run_id)
+    return run is not None and "dagster/partition" in run.tags
 
 
 def _ended(result: SubmittedResult) -> str:

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -170,21 +171,59 @@ def test_a_run_worker_killed_mid_publish_leaves_the_published_days_and_fails_onl
     assert published(home) == tables
 
 
-def test_two_overlapping_backfills_at_once_publish_every_day_whole(generated: Path, tmp_path: Path) -> None:
+def daemons(home: Path) -> int:
+    """Dagster daemons of the home's instance alive on this machine (`python -m dagster._daemon run -w
+    <home>/.dagster/workspace.yaml`)."""
+    found = subprocess.run(["pgrep", "-f", f"dagster._daemon run .*-w {home}/.dagster/workspace.yaml"],
+                           capture_output=True, text=True)
+    return len(found.stdout.split())
+
+
+def watch_daemons(home: Path, commands: list[subprocess.Popen]) -> list[str]:
+    """Each command's output, read while counting the daemons alive (at most one at any look, asserted)."""
+    import threading
+
+    outputs: list[str] = [""] * len(commands)
+
+    def read(i: int) -> None:
+        outputs[i] = commands[i].communicate(timeout=900)[0]
+
+    readers = [threading.Thread(target=read, args=(i,)) for i in range(len(commands))]
+    for reader in readers:
+        reader.start()
+    seen = set()
+    while any(reader.is_alive() for reader in readers):
+        seen.add(daemons(home))
+        time.sleep(0.5)
+    assert max(seen) == 1, (seen, outputs)
+    return outputs
+
+
+def test_two_overlapping_backfills_at_once_run_and_publish_each_day_once(generated: Path, tmp_path: Path) -> None:
     alone, home = copy_of(generated, tmp_path, "alone"), copy_of(generated, tmp_path, "both")
     assert tokenledger("run", "--home", str(alone), "--start", START, "--end", END).returncode == 0
-    # Two commands on one home at once, 11-03 and 11-04 in both: one starts the daemon, the other uses it (and starts
-    # its own if the first stops it while its runs still wait); runs of one day take turns on its day lock.
+    # Two commands on one home at once, 11-03 and 11-04 in both: one starts the daemon, the other uses it; a day one
+    # command has submitted is followed by the other, not run again.
     commands = [subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home), "--start",
                                   first, "--end", last, "--parallel", "2", "--days-per-run", "1"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for first, last in ((START, "2026-11-04"), ("2026-11-03", END))]
-    outputs = [c.communicate(timeout=900)[0] for c in commands]
+    outputs = watch_daemons(home, commands)
     assert [c.returncode for c in commands] == [0, 0], outputs
     runs = runs_of(home)
-    assert sorted(r["days"] for r in runs) == ["2026-11-02", "2026-11-03", "2026-11-03", "2026-11-04", "2026-11-04",
-                                               "2026-11-05"]
+    assert sorted(r["days"] for r in runs) == ["2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"]
     assert {r["status"] for r in runs} == {"SUCCESS"}
+    # Each command says the truth of each of its days: published by its own run, or by the other command's.
+    submitted = [set(re.findall(r"^(\S+)  submitted as run", out, re.M)) for out in outputs]
+    assert submitted[0] | submitted[1] == {"2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"}
+    assert not submitted[0] & submitted[1]
+    for out, days, mine in zip(outputs, (("2026-11-02", "2026-11-03", "2026-11-04"),
+                                         ("2026-11-03", "2026-11-04", "2026-11-05")), submitted, strict=True):
+        for day in days:
+            line = re.search(rf"^{day}  published( \(by run [0-9a-f]{{8}}, another command's\))?$", out, re.M)
+            assert line, out
+            assert (line.group(1) is None) == (day in mine), out
+        assert "Nothing of" not in out
     # Every day is published once in what readers see, whole (its manifest matches its files), as run alone.
     from tokenledger.publish.versions import verify_day
     from tokenledger.storage.layout import HomeLayout

@@ -271,7 +271,7 @@ _DAY_ENTRY = re.compile(r"^(\d{4}-\d{2}-\d{2})\b")
 _MORE = re.compile(r"\s+and (\d+) more\b\.?\s*")
 
 
-def summarize_warning(message: str, home: Path, limit: int = 200) -> str:
+def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
     """One line for a warning check's message (`asset:check: what: entry; entry; ... [and N more.] [advice]`,
     entries led by their day): a short one as it is; a long one as its count of entries, the days they fall on and
     the busiest, the first entry, the advice, and where to read all of it."""
@@ -321,6 +321,11 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     from tokenledger.storage import lake
     from tokenledger.storage.duck import literal_path
 
+    if layout.remote is not None:
+        # What the bucket has published, by this command's runs or any other's (they may have run elsewhere).
+        from tokenledger.publish.versions import pull_published
+
+        pull_published(layout)
     con = duckdb.connect()
     exports = published_exports(layout)  # one version for the whole summary
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
@@ -449,14 +454,14 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
                 raise
             raise problem from None
 
-    def published(first: date, last: date, result) -> None:
+    def published(first: date, last: date, result, by: str | None = None) -> None:
         day = first
         while day <= last:
-            print(f"{day}  published")
+            print(f"{day}  published" + ("" if by is None else f" (by run {by[:8]}, another command's)"))
             day += timedelta(days=1)
         for message in _check_messages(result, "WARN"):
             print("    warning: " + (message.replace("\n", "\n    ") if verbose
-                                      else summarize_warning(message, layout.home)))
+                                      else summarize_warning(message, layout.name)))
             warned.append(message)
 
     # The first process to open a new instance creates its SQLite storage; runs started together must not race.

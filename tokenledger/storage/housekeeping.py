@@ -139,6 +139,25 @@ def _lost(day: str, number: int, why: str) -> str:
             "Re-run the day if no other run is computing it; what was published stays as it was.")
 
 
+@contextmanager
+def instance_lock(name: str, local: Path) -> Iterator[None]:
+    """Hold a lock every process of the Dagster instance shares, for the block: with the Postgres instance, an
+    advisory lock of its database (every host of a deployment), else the lock file `local` (every process of this
+    host, which alone uses a home's SQLite instance). Waits for it."""
+    if url := postgres_url():
+        key = int.from_bytes(hashlib.sha256(f"tokenledger {name}".encode()).digest()[:8], "big", signed=True)
+        connection = _connect(url)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_lock(%s)", (key,))
+            yield
+        finally:
+            connection.close()  # the server releases the lock with the session
+        return
+    with locks.exclusive(local):
+        yield
+
+
 def advisory_key(layout: HomeLayout, day: date) -> int:
     """The advisory lock of a home's day: a signed 64-bit number from the home as users name it and the day."""
     digest = hashlib.sha256(f"tokenledger day lock {layout.name} {day.isoformat()}".encode()).digest()
