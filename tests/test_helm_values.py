@@ -191,7 +191,7 @@ def test_the_work_folder_variable_is_the_one_the_code_reads():
 def test_secrets_come_from_kubernetes_secrets_and_a_service_account():
     values = _values()
     deployment = _deployment(values)
-    assert values["serviceAccount"]["create"] is True
+    assert values["serviceAccount"]["create"] is True and values["rbacEnabled"] is True
     assert values["serviceAccount"]["name"] == values["global"]["serviceAccountName"] == "tokenledger"
     assert [s["name"] for s in deployment["envSecrets"]] == ["tokenledger-s3"]
     url = _env(deployment)["TOKENLEDGER_DAGSTER_POSTGRES_URL"]
