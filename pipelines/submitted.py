@@ -45,6 +45,9 @@ DAEMON_FRESH_S = 60.0
 DAEMON_START_S = 120.0
 DAEMON_LOG = "tokenledger-daemon.log"
 _STEP_END = {"STEP_SUCCESS": "done", "STEP_FAILURE": "FAILED"}
+# While a run is unfinished, a line says what it is doing at least this often (a step that takes minutes, a run
+# waiting in the queue or for another run's day).
+STILL_RUNNING_S = 30.0
 
 
 @dataclass
@@ -191,16 +194,21 @@ def submit(instance, context, tags: Mapping[str, str], run_config: Mapping[str, 
 class Watcher:
     """Follows submitted runs through the instance: prints a line per finished step, returns finished runs."""
 
-    def __init__(self, instance, write=print) -> None:
+    def __init__(self, instance, write=print, every_s: float = STILL_RUNNING_S) -> None:
         self.instance = instance
         self.write = write
+        self.every_s = every_s
         self.cursors: dict[str, int | None] = {}
         self.labels: dict[str, str] = {}
+        self.running: dict[str, dict[str, float]] = {}  # run -> step -> when it started (monotonic)
+        self.said: dict[str, float] = {}  # run -> when a line last said something of it
         self.started = time.monotonic()
 
     def follow(self, run_id: str, label: str) -> None:
         self.cursors[run_id] = None
         self.labels[run_id] = label
+        self.running[run_id] = {}
+        self.said[run_id] = time.monotonic()
 
     @property
     def pending(self) -> int:
@@ -215,20 +223,33 @@ class Watcher:
         for run_id in list(self.cursors):
             run = self.instance.get_run_by_id(run_id)  # before the steps: a finished run's steps are all recorded
             steps = self.instance.get_records_for_run(
-                run_id, cursor=self.cursors[run_id], of_type={DagsterEventType.STEP_SUCCESS,
+                run_id, cursor=self.cursors[run_id], of_type={DagsterEventType.STEP_START,
+                                                              DagsterEventType.STEP_SUCCESS,
                                                               DagsterEventType.STEP_FAILURE})
             if steps.records:
                 self.cursors[run_id] = steps.cursor
+            now = time.monotonic()
             for record in sorted(steps.records, key=lambda r: r.storage_id):
                 event = record.event_log_entry.dagster_event
                 step = (event.step_key or "").replace("__", "/")
-                self.write(f"    {time.monotonic() - self.started:7.1f} s  {self.labels[run_id]}  {step} "
+                if event.event_type_value == "STEP_START":
+                    self.running[run_id][step] = now
+                    continue
+                self.running[run_id].pop(step, None)
+                self.said[run_id] = now
+                self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  {step} "
                            f"{_STEP_END[event.event_type_value]}")
+            if now - self.said[run_id] >= self.every_s and (run is None or run.status not in FINISHED_STATUSES):
+                self.said[run_id] = now
+                doing = ", ".join(f"{step} running ({now - since:.0f} s so far)"
+                                  for step, since in sorted(self.running[run_id].items()))
+                self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  " + (
+                    doing or f"{(run.status.value.lower() if run is not None else 'submitted')}, no step running"))
             if run is not None and run.status in FINISHED_STATUSES:
                 events = [entry.dagster_event for entry in self.instance.all_logs(run_id) if entry.dagster_event]
                 finished.append((run_id, SubmittedResult(run_id, run.status == DagsterRunStatus.SUCCESS, events)))
-                del self.cursors[run_id]
-                del self.labels[run_id]
+                for done in (self.cursors, self.labels, self.running, self.said):
+                    del done[run_id]
         return finished
 
 
