@@ -99,3 +99,11 @@ def test_a_paused_failpoint_waits_for_its_release(tmp_path: Path, monkeypatch: p
     release.touch()
     waiter.join(5.0)
     assert not waiter.is_alive()
+
+
+def test_a_folder_that_never_locked_the_day_leaves_the_check_to_the_commit(layout: HomeLayout,
+                                                                          tmp_path: Path) -> None:
+    # A step on a worker whose work folder is not the orchestrator's (a bucket home): nothing here to check.
+    other = HomeLayout.of(tmp_path / "elsewhere")
+    with day_locks(layout, [DAY]) as held:
+        verify_hold(other, held)
