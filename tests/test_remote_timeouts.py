@@ -98,3 +98,17 @@ def test_the_timeout_is_read_from_the_environment() -> None:
     for wrong in ("0", "-1", "soon", "inf", "nan"):
         with pytest.raises(ConfigError, match=re.escape(f"{TIMEOUT_ENV}={wrong!r} is not a number of seconds")):
             request_timeout_s({TIMEOUT_ENV: wrong})
+
+
+def test_pyarrows_filesystem_of_a_bucket_home_gives_up_within_the_timeout_too(home: RemoteHome,
+                                                                             server: S3Server) -> None:
+    """What reads the published exports through the bucket (DuckDB or pandas over pyarrow) waits as boto3 does."""
+    from tokenledger.storage.remote import arrow_filesystem
+
+    s3 = arrow_filesystem()
+    with frozen(server):
+        began = time.monotonic()
+        with pytest.raises(OSError):
+            s3.get_file_info(f"{server.bucket}/stalled/config/x.yaml")
+        took = time.monotonic() - began
+    assert took < TIMEOUT + MARGIN_S, took

@@ -378,13 +378,17 @@ def _lake_day(relative: str) -> str:
 def arrow_filesystem() -> Any:
     """pyarrow's S3 filesystem of this environment, for reading a bucket home's exports as Arrow datasets (which
     DuckDB and pandas query). Its constructor reads the credentials and the region from the environment but not
-    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here."""
+    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here. Its requests wait as boto3's
+    do (TOKENLEDGER_S3_TIMEOUT_S over its ATTEMPTS)."""
     from urllib.parse import urlparse
 
     from pyarrow import fs
 
+    each = max(request_timeout_s() / ATTEMPTS, 0.5)
+    waits = {"connect_timeout": each, "request_timeout": each,
+             "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=ATTEMPTS)}
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
-        return fs.S3FileSystem()
+        return fs.S3FileSystem(**waits)
     parsed = urlparse(endpoint)
-    return fs.S3FileSystem(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")
+    return fs.S3FileSystem(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https", **waits)
