@@ -124,8 +124,13 @@ class RemoteHome:
 
     @property
     def endpoint(self) -> str:
-        """The object store's URL as the client speaks to it (AWS_ENDPOINT_URL, or AWS's for the region)."""
-        return self.client.meta.endpoint_url
+        """The object store's URL as the client speaks to it (AWS_ENDPOINT_URL, or AWS's for the region); what the
+        environment names when there is no client to ask (making it failed: no region, say)."""
+        try:
+            return self.client.meta.endpoint_url
+        except Exception:
+            return (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+                    or "AWS's S3 endpoint")
 
     @contextlib.contextmanager
     def talking(self, doing: str, relative: str = "") -> Iterator[None]:
