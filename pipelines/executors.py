@@ -25,8 +25,12 @@ broker: one that cannot be reached fails the run before any step, in one line na
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import dagster as dg
 from dagster._core.system_config.objects import ResolvedRunConfig
@@ -39,9 +43,12 @@ BROKER_ENV = "TOKENLEDGER_CELERY_BROKER"
 BACKEND_ENV = "TOKENLEDGER_CELERY_BACKEND"
 VISIBILITY_ENV = "TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT"
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
-# How long a step's task may go unacknowledged before the broker hands it to another worker: Celery's own default for
-# Redis. It must exceed the longest step, or a step still executing is handed out a second time.
-VISIBILITY_TIMEOUT_S = 3600
+# How long a step's task may go without a sign of life from its worker before the broker hands it to another worker
+# (docs/adr/0112-a-dead-celery-worker-is-found-within-two-minutes.md). The worker executing a step renews the task's
+# time every HEARTBEAT_S while it lives (`keep_visible`), so this need not exceed the longest step, only the longest
+# silence of a live worker: a worker killed mid-step is found in this, plus up to 10 s for another worker to look.
+VISIBILITY_TIMEOUT_S = 60
+HEARTBEAT_S = 10
 # How long a run waits for its broker to answer before failing.
 BROKER_TIMEOUT_S = 5
 
@@ -89,12 +96,16 @@ def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
 
     A step's task is acknowledged once the step has ended (`task_acks_late`; under the solo pool Celery's early
     acknowledgement already waited for that), so the broker still holds the task of a worker that died. Redis hands
-    such a task out again once it has been unacknowledged for TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds
-    (`visibility_timeout`), looked for every 10 s by each worker (`unacked_restore_throttle`: kombu's default looks
-    every 100 s). A pool whose child process dies (prefork) hands its task back at once
-    (`task_reject_on_worker_lost`) instead of failing the step with WorkerLostError. Executing a step again is what
-    re-running its day does after a killed run (tests/test_faults_operations.py), and publishing a day is one atomic
-    switch that leaves what readers see as it was until it is made (tokenledger/publish/versions.py)."""
+    such a task out again once its time in the broker's index of unacknowledged tasks is
+    TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds old (`visibility_timeout`, default VISIBILITY_TIMEOUT_S), looked for
+    by each worker at every poll (`unacked_restore_throttle`: kombu's default looks every 10th). The worker executing
+    the step renews that time every HEARTBEAT_S (`keep_visible`), so only a dead worker's task ages. A worker
+    reserves no task beyond the ones it executes (`worker_prefetch_multiplier` 1): a task it reserved behind a long
+    step would get no heartbeat, be handed to another worker and later be executed by both. A pool whose child
+    process dies (prefork) hands its task back at once (`task_reject_on_worker_lost`) instead of failing the step
+    with WorkerLostError. Executing a step again is what re-running its day does after a killed run
+    (tests/test_faults_operations.py), and publishing a day is one atomic switch that leaves what readers see as it
+    was until it is made (tokenledger/publish/versions.py)."""
     from dagster_celery.defaults import broker_transport_options
 
     raw = env.get(VISIBILITY_ENV, "").strip()
@@ -104,11 +115,33 @@ def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
         timeout = int(raw)
     else:
         raise ConfigError(f"{VISIBILITY_ENV}={raw!r} is not a number of seconds: set it to how long a step's task may "
-                          "go unacknowledged before another worker executes it again, longer than the longest step "
-                          f"(the default, when unset, is {VISIBILITY_TIMEOUT_S})")
-    return {"task_acks_late": True, "task_reject_on_worker_lost": True,
+                          "go without a heartbeat from its worker before another worker executes it again, longer "
+                          f"than {HEARTBEAT_S} s (the default, when unset, is {VISIBILITY_TIMEOUT_S})")
+    if timeout <= HEARTBEAT_S:
+        raise ConfigError(f"{VISIBILITY_ENV}={raw} is not longer than the {HEARTBEAT_S} s between a worker's "
+                          "heartbeats: a step still executing would be handed to another worker; set it higher (the "
+                          f"default, when unset, is {VISIBILITY_TIMEOUT_S})")
+    return {"task_acks_late": True, "task_reject_on_worker_lost": True, "worker_prefetch_multiplier": 1,
             "broker_transport_options": {**broker_transport_options, "visibility_timeout": timeout,
                                          "unacked_restore_throttle": 1}}
+
+
+def keep_visible(app: Any, delivery_tag: str, stop: threading.Event, every_s: float = HEARTBEAT_S) -> None:
+    """Until `stop` is set: every `every_s`, renew the time of the task `delivery_tag` (which this worker executes) in
+    the Redis broker's index of unacknowledged tasks, so that the broker does not hand it to another worker while this
+    one lives. Only a task still in the index is touched (an acknowledged one is not put back), and a broker that is
+    not Redis (which has no visibility timeout) is left alone. A failed renewal is logged and tried again at the next
+    beat (redis-py reconnects): the task is handed out again only after the visibility timeout without one."""
+    log = logging.getLogger(__name__)
+    with app.connection_for_write() as connection:
+        if connection.transport.driver_type != "redis":
+            return
+        while not stop.wait(every_s):
+            try:
+                channel = connection.default_channel
+                channel.client.zadd(channel.unacked_index_key, {delivery_tag: time.time()}, xx=True)
+            except Exception as exc:  # the broker gone a moment: the next beat reconnects
+                log.warning("could not renew the broker's visibility of task %s (%s)", delivery_tag, exc)
 
 
 def _held_by_orchestrator(definition: dg.ExecutorDefinition) -> dg.ExecutorDefinition:

@@ -71,15 +71,17 @@ def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_ste
         assert conf.broker_transport_options == {"max_retries": 3, "interval_start": 0, "interval_step": 0.2,
                                                  "interval_max": 0.5, "visibility_timeout": 600,
                                                  "unacked_restore_throttle": 1}
-    # Celery's own default for Redis when unset.
-    assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 3600
+    # A dead worker's step found within 2 minutes when unset (a live worker's heartbeat renews its task every 10 s).
+    assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 60
     for bad in ("0", "-5", "1h", "2.5"):
         with pytest.raises(ConfigError) as raised:
             celery_settings({"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT": bad})
         assert str(raised.value) == (
             f"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT={bad!r} is not a number of seconds: set it to how long a step's "
-            "task may go unacknowledged before another worker executes it again, longer than the longest step (the "
-            "default, when unset, is 3600)")
+            "task may go without a heartbeat from its worker before another worker executes it again, longer than "
+            "10 s (the default, when unset, is 60)")
+    with pytest.raises(ConfigError, match=r"^TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT=10 is not longer than the 10 s "):
+        celery_settings({"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT": "10"})
 
 
 def test_k8s_runs_each_step_as_a_kubernetes_job_held_by_the_run() -> None:
