@@ -20,7 +20,8 @@ variables (Dagster's `env:` form), read by the process that runs the job. See do
 Under the last three, the process orchestrating a run holds it (its run record and day locks,
 pipelines/resources.py) from its first step to its last, as a run's own process does under in_process, and tags it so
 that its steps hold nothing: two steps of one run never wait on each other's lock. A Celery run first connects to its
-broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`).
+broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`), and one lost
+while its steps execute fails it as soon as the run next asks it for a result, in one line naming it (`broker_lost`).
 """
 
 from __future__ import annotations
@@ -179,7 +180,73 @@ class HeldRunExecutor(dg.Executor):
         config = ResolvedRunConfig.build(plan_context.reconstructable_job.get_definition(), run.run_config)
         ledger = LedgerResource(**config.resources["ledger"].config)
         with ledger.holding_run_for_steps(run, plan_context.instance, plan_context.log):
-            yield from self.steps.execute(plan_context, execution_plan)
+            try:
+                yield from self.steps.execute(plan_context, execution_plan)
+            except Exception as exc:
+                if broker and (lost := broker_lost(broker, exc)) is not None:
+                    raise lost from None
+                raise
+
+
+def broker_shown(url: str) -> str:
+    """The broker's URL for messages: its scheme, host, port and database, never its user or password
+    (redis://127.0.0.1:6379/0)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: said as it is, still without the password
+        port = ":" + parts.netloc.rpartition("@")[2].rpartition(":")[2]
+    return f"{parts.scheme}://{parts.hostname or 'localhost'}{port}{parts.path}"
+
+
+def broker_lost(url: str, exc: BaseException) -> EnvironmentProblem | None:
+    """One line naming the broker at `url` and what to check when `exc` (or what caused it) is the connection to it
+    lost while the run's steps were handed out and waited for (dagster-celery's loop, whose result backend is by
+    default the broker itself); None for any other error."""
+    lost: list[type[BaseException]] = [ConnectionError, TimeoutError]  # the socket's own (OSError's subclasses)
+    try:
+        from kombu.exceptions import OperationalError
+
+        lost.append(OperationalError)
+    except ImportError:
+        pass
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        lost += [RedisConnectionError, RedisTimeoutError]
+    except ImportError:
+        pass
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        if isinstance(current, tuple(lost)):
+            break
+        current = current.__cause__ or current.__context__
+    else:
+        return None
+    cause = " ".join(str(current).split()) or type(current).__name__
+    password = _password_of(url)
+    if password:
+        cause = cause.replace(password, "***")
+    return EnvironmentProblem(
+        f"lost the Celery broker {broker_shown(url)} that {BROKER_ENV} names while the run's steps executed ({cause}): "
+        "check that the broker is running and reachable from this machine and the workers (Redis: redis-cli -h HOST "
+        "-p PORT ping; its log, its memory limit), then re-run the run's days; a day its run had not published is "
+        "left as it was")
+
+
+def _password_of(url: str) -> str | None:
+    """The password in a broker's URL, to keep it out of messages (None when there is none)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
 
 
 def check_broker(url: str) -> None:

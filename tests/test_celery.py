@@ -421,6 +421,56 @@ def test_a_broker_that_is_gone_fails_the_run_before_any_step_in_one_line(generat
     assert not (home / "exports").exists() or not any((home / "exports").rglob("*.parquet"))
 
 
+def test_a_broker_lost_mid_run_fails_the_run_naming_it_and_publishes_nothing(generated: Path, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker stopped while a step of the run executes on a worker: the run fails at once (its orchestrating
+    process was waiting on the broker for the step's result), the command names the broker (never its password) and
+    what to check, in one line under the failed day, and says nothing is published."""
+    day, worker = "2026-11-03", "tokenledger-orphan"
+    home = copy_of(generated, tmp_path, "home")
+    logs = tmp_path / "workers"
+    started = RedisServer.start()  # a broker of its own, stopped by the test
+    broker = started.__enter__()
+    stopped = False
+    try:
+        env = celery_env(home, broker.url())
+        with (tmp_path / "run.log").open("w") as sink, celery_workers(env, logs, (worker,)):
+            command = subprocess.Popen([sys.executable, "-m", "tokenledger.cli", "run", "--home", str(home),
+                                        "--start", day, "--parallel", "1"], env={**os.environ, **env}, stdout=sink,
+                                       stderr=subprocess.STDOUT)
+            try:
+                deadline = time.monotonic() + 180
+                while "] received" not in (logs / f"{worker}.log").read_text(errors="replace"):
+                    assert command.poll() is None, (tmp_path / "run.log").read_text()
+                    assert time.monotonic() < deadline, "no step was handed to the worker"
+                    time.sleep(0.2)
+                started.__exit__(None, None, None)  # the broker gone in the middle of the run's first step
+                stopped, lost = True, time.monotonic()
+                assert command.wait(120) == 1, (tmp_path / "run.log").read_text()
+                failed_within = time.monotonic() - lost
+            finally:
+                if command.poll() is None:
+                    command.send_signal(signal.SIGINT)
+                    command.wait(60)
+    finally:
+        if not stopped:
+            started.__exit__(None, None, None)
+    said = (tmp_path / "run.log").read_text()
+    assert broker.password not in said and "Traceback" not in said
+    failure = re.search(rf"^{day}  FAILED\n((?:    .*\n)+)", said, re.M)
+    assert failure, said
+    assert (f"    lost the Celery broker redis://127.0.0.1:{broker.port}/0 that {BROKER_ENV} names while the run's "
+            "steps executed (") in failure.group(1), said
+    assert ("check that the broker is running and reachable from this machine and the workers (Redis: redis-cli -h "
+            "HOST -p PORT ping; its log, its memory limit), then re-run the run's days; a day its run had not "
+            "published is left as it was\n") in failure.group(1), said
+    assert "Published to" not in said and f"Nothing of {day} is published" in said
+    assert failed_within < 60, failed_within
+    [run] = executed(home, monkeypatch)
+    assert run.run.status == dg.DagsterRunStatus.FAILURE
+    assert not (home / "exports").exists() or not any((home / "exports").rglob("*.parquet"))
+
+
 def test_a_step_refuses_a_run_of_another_home(home: Path) -> None:
     """A worker computes in the home its own TOKENLEDGER_HOME names: a step of a run of another home (the tags its
     orchestrating process gave the run) fails at once instead of computing there."""
