@@ -20,13 +20,18 @@ variables (Dagster's `env:` form), read by the process that runs the job. See do
 Under the last three, the process orchestrating a run holds it (its run record and day locks,
 pipelines/resources.py) from its first step to its last, as a run's own process does under in_process, and tags it so
 that its steps hold nothing: two steps of one run never wait on each other's lock. A Celery run first connects to its
-broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`).
+broker: one that cannot be reached fails the run before any step, in one line naming it (`check_broker`), and one lost
+while its steps execute fails it as soon as the run next asks it for a result, in one line naming it (`broker_lost`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import dagster as dg
 from dagster._core.system_config.objects import ResolvedRunConfig
@@ -39,9 +44,12 @@ BROKER_ENV = "TOKENLEDGER_CELERY_BROKER"
 BACKEND_ENV = "TOKENLEDGER_CELERY_BACKEND"
 VISIBILITY_ENV = "TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT"
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
-# How long a step's task may go unacknowledged before the broker hands it to another worker: Celery's own default for
-# Redis. It must exceed the longest step, or a step still executing is handed out a second time.
-VISIBILITY_TIMEOUT_S = 3600
+# How long a step's task may go without a sign of life from its worker before the broker hands it to another worker
+# (docs/adr/0112-a-dead-celery-worker-is-found-within-two-minutes.md). The worker executing a step renews the task's
+# time every HEARTBEAT_S while it lives (`keep_visible`), so this need not exceed the longest step, only the longest
+# silence of a live worker: a worker killed mid-step is found in this, plus up to 10 s for another worker to look.
+VISIBILITY_TIMEOUT_S = 60
+HEARTBEAT_S = 10
 # How long a run waits for its broker to answer before failing.
 BROKER_TIMEOUT_S = 5
 
@@ -89,12 +97,16 @@ def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
 
     A step's task is acknowledged once the step has ended (`task_acks_late`; under the solo pool Celery's early
     acknowledgement already waited for that), so the broker still holds the task of a worker that died. Redis hands
-    such a task out again once it has been unacknowledged for TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds
-    (`visibility_timeout`), looked for every 10 s by each worker (`unacked_restore_throttle`: kombu's default looks
-    every 100 s). A pool whose child process dies (prefork) hands its task back at once
-    (`task_reject_on_worker_lost`) instead of failing the step with WorkerLostError. Executing a step again is what
-    re-running its day does after a killed run (tests/test_faults_operations.py), and publishing a day is one atomic
-    switch that leaves what readers see as it was until it is made (tokenledger/publish/versions.py)."""
+    such a task out again once its time in the broker's index of unacknowledged tasks is
+    TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT seconds old (`visibility_timeout`, default VISIBILITY_TIMEOUT_S), looked for
+    by each worker at every poll (`unacked_restore_throttle`: kombu's default looks every 10th). The worker executing
+    the step renews that time every HEARTBEAT_S (`keep_visible`), so only a dead worker's task ages. A worker
+    reserves no task beyond the ones it executes (`worker_prefetch_multiplier` 1): a task it reserved behind a long
+    step would get no heartbeat, be handed to another worker and later be executed by both. A pool whose child
+    process dies (prefork) hands its task back at once (`task_reject_on_worker_lost`) instead of failing the step
+    with WorkerLostError. Executing a step again is what re-running its day does after a killed run
+    (tests/test_faults_operations.py), and publishing a day is one atomic switch that leaves what readers see as it
+    was until it is made (tokenledger/publish/versions.py)."""
     from dagster_celery.defaults import broker_transport_options
 
     raw = env.get(VISIBILITY_ENV, "").strip()
@@ -104,11 +116,33 @@ def celery_settings(env: Mapping[str, str] = os.environ) -> dict:
         timeout = int(raw)
     else:
         raise ConfigError(f"{VISIBILITY_ENV}={raw!r} is not a number of seconds: set it to how long a step's task may "
-                          "go unacknowledged before another worker executes it again, longer than the longest step "
-                          f"(the default, when unset, is {VISIBILITY_TIMEOUT_S})")
-    return {"task_acks_late": True, "task_reject_on_worker_lost": True,
+                          "go without a heartbeat from its worker before another worker executes it again, longer "
+                          f"than {HEARTBEAT_S} s (the default, when unset, is {VISIBILITY_TIMEOUT_S})")
+    if timeout <= HEARTBEAT_S:
+        raise ConfigError(f"{VISIBILITY_ENV}={raw} is not longer than the {HEARTBEAT_S} s between a worker's "
+                          "heartbeats: a step still executing would be handed to another worker; set it higher (the "
+                          f"default, when unset, is {VISIBILITY_TIMEOUT_S})")
+    return {"task_acks_late": True, "task_reject_on_worker_lost": True, "worker_prefetch_multiplier": 1,
             "broker_transport_options": {**broker_transport_options, "visibility_timeout": timeout,
                                          "unacked_restore_throttle": 1}}
+
+
+def keep_visible(app: Any, delivery_tag: str, stop: threading.Event, every_s: float = HEARTBEAT_S) -> None:
+    """Until `stop` is set: every `every_s`, renew the time of the task `delivery_tag` (which this worker executes) in
+    the Redis broker's index of unacknowledged tasks, so that the broker does not hand it to another worker while this
+    one lives. Only a task still in the index is touched (an acknowledged one is not put back), and a broker that is
+    not Redis (which has no visibility timeout) is left alone. A failed renewal is logged and tried again at the next
+    beat (redis-py reconnects): the task is handed out again only after the visibility timeout without one."""
+    log = logging.getLogger(__name__)
+    with app.connection_for_write() as connection:
+        if connection.transport.driver_type != "redis":
+            return
+        while not stop.wait(every_s):
+            try:
+                channel = connection.default_channel
+                channel.client.zadd(channel.unacked_index_key, {delivery_tag: time.time()}, xx=True)
+            except Exception as exc:  # the broker gone a moment: the next beat reconnects
+                log.warning("could not renew the broker's visibility of task %s (%s)", delivery_tag, exc)
 
 
 def _held_by_orchestrator(definition: dg.ExecutorDefinition) -> dg.ExecutorDefinition:
@@ -146,7 +180,73 @@ class HeldRunExecutor(dg.Executor):
         config = ResolvedRunConfig.build(plan_context.reconstructable_job.get_definition(), run.run_config)
         ledger = LedgerResource(**config.resources["ledger"].config)
         with ledger.holding_run_for_steps(run, plan_context.instance, plan_context.log):
-            yield from self.steps.execute(plan_context, execution_plan)
+            try:
+                yield from self.steps.execute(plan_context, execution_plan)
+            except Exception as exc:
+                if broker and (lost := broker_lost(broker, exc)) is not None:
+                    raise lost from None
+                raise
+
+
+def broker_shown(url: str) -> str:
+    """The broker's URL for messages: its scheme, host, port and database, never its user or password
+    (redis://127.0.0.1:6379/0)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: said as it is, still without the password
+        port = ":" + parts.netloc.rpartition("@")[2].rpartition(":")[2]
+    return f"{parts.scheme}://{parts.hostname or 'localhost'}{port}{parts.path}"
+
+
+def broker_lost(url: str, exc: BaseException) -> EnvironmentProblem | None:
+    """One line naming the broker at `url` and what to check when `exc` (or what caused it) is the connection to it
+    lost while the run's steps were handed out and waited for (dagster-celery's loop, whose result backend is by
+    default the broker itself); None for any other error."""
+    lost: list[type[BaseException]] = [ConnectionError, TimeoutError]  # the socket's own (OSError's subclasses)
+    try:
+        from kombu.exceptions import OperationalError
+
+        lost.append(OperationalError)
+    except ImportError:
+        pass
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        lost += [RedisConnectionError, RedisTimeoutError]
+    except ImportError:
+        pass
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        if isinstance(current, tuple(lost)):
+            break
+        current = current.__cause__ or current.__context__
+    else:
+        return None
+    cause = " ".join(str(current).split()) or type(current).__name__
+    password = _password_of(url)
+    if password:
+        cause = cause.replace(password, "***")
+    return EnvironmentProblem(
+        f"lost the Celery broker {broker_shown(url)} that {BROKER_ENV} names while the run's steps executed ({cause}): "
+        "check that the broker is running and reachable from this machine and the workers (Redis: redis-cli -h HOST "
+        "-p PORT ping; its log, its memory limit), then re-run the run's days; a day its run had not published is "
+        "left as it was")
+
+
+def _password_of(url: str) -> str | None:
+    """The password in a broker's URL, to keep it out of messages (None when there is none)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
 
 
 def check_broker(url: str) -> None:

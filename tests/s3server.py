@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,7 @@ class S3Server:
     access_key: str = ACCESS_KEY
     secret_key: str = SECRET_KEY
     region: str = REGION
+    pid: int | None = None  # the server's process, for a test that freezes it (SIGSTOP) as a stalled endpoint
 
     @property
     def endpoint(self) -> str:
@@ -119,11 +121,13 @@ class S3Server:
                                             **({"INITIAL_NO_AUTH_ACTION_COUNT": str(authorized_after)}
                                                if authorized_after is not None else {})})
             try:
-                server = cls(host, port, bucket)
+                server = cls(host, port, bucket, pid=process.pid)
                 _wait_until_up(server, process, log)
                 server.client().create_bucket(Bucket=bucket)
                 yield server
             finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGCONT)  # a test that froze it and failed before thawing it
                 process.terminate()
                 try:
                     process.wait(10)

@@ -8,7 +8,7 @@ import sys
 
 import dagster as dg
 import pytest
-from tokenledger.pipelines.executors import celery_settings, executor_from_env
+from tokenledger.pipelines.executors import broker_lost, broker_shown, celery_settings, executor_from_env
 
 from tokenledger.errors import ConfigError
 
@@ -71,15 +71,38 @@ def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_ste
         assert conf.broker_transport_options == {"max_retries": 3, "interval_start": 0, "interval_step": 0.2,
                                                  "interval_max": 0.5, "visibility_timeout": 600,
                                                  "unacked_restore_throttle": 1}
-    # Celery's own default for Redis when unset.
-    assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 3600
+    # A dead worker's step found within 2 minutes when unset (a live worker's heartbeat renews its task every 10 s).
+    assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 60
     for bad in ("0", "-5", "1h", "2.5"):
         with pytest.raises(ConfigError) as raised:
             celery_settings({"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT": bad})
         assert str(raised.value) == (
             f"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT={bad!r} is not a number of seconds: set it to how long a step's "
-            "task may go unacknowledged before another worker executes it again, longer than the longest step (the "
-            "default, when unset, is 3600)")
+            "task may go without a heartbeat from its worker before another worker executes it again, longer than "
+            "10 s (the default, when unset, is 60)")
+    with pytest.raises(ConfigError, match=r"^TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT=10 is not longer than the 10 s "):
+        celery_settings({"TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT": "10"})
+
+
+def test_a_lost_broker_is_named_without_its_password() -> None:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    url = "redis://:s3cret@10.0.0.5:6380/2"
+    assert broker_shown(url) == "redis://10.0.0.5:6380/2"
+    assert broker_shown("redis://broker") == "redis://broker"
+    try:
+        try:
+            raise RedisConnectionError("Error 111 connecting to 10.0.0.5:6380 (s3cret). Connection refused.")
+        except RedisConnectionError as exc:
+            raise RuntimeError("while waiting for a result") from exc
+    except RuntimeError as outer:
+        lost = broker_lost(url, outer)
+    assert lost is not None and str(lost) == (
+        "lost the Celery broker redis://10.0.0.5:6380/2 that TOKENLEDGER_CELERY_BROKER names while the run's steps "
+        "executed (Error 111 connecting to 10.0.0.5:6380 (***). Connection refused.): check that the broker is "
+        "running and reachable from this machine and the workers (Redis: redis-cli -h HOST -p PORT ping; its log, its "
+        "memory limit), then re-run the run's days; a day its run had not published is left as it was")
+    assert broker_lost(url, ValueError("a bug")) is None
 
 
 def test_k8s_runs_each_step_as_a_kubernetes_job_held_by_the_run() -> None:

@@ -227,7 +227,8 @@ def test_a_bucket_that_does_not_answer_or_exist_ends_the_run_in_one_line(s3_serv
     with socket_closed() as port:
         gone = home.run("run", "--home", home.url, "--start", START, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
     assert gone.returncode == 2 and gone.stdout == ""
-    assert gone.stderr.startswith(f"error: cannot reach the object store while listing {home.url}/config/ ("), (
+    assert gone.stderr.startswith(f"error: cannot reach the object store at http://127.0.0.1:{port} while listing "
+                                  f"{home.url}/config/ ("), (
         gone.stderr)
     assert gone.stderr.endswith("check AWS_ENDPOINT_URL, the network and the credentials; nothing half-written was "
                                 "published, re-run once it answers.\n")
@@ -297,3 +298,28 @@ def test_the_late_data_sensor_sees_a_file_landed_late_in_the_bucket(bucket: Buck
             bucket.server.client().delete_object(Bucket=bucket.server.bucket, Key=key)
     assert list(late) == [date(2026, 11, 3)]
     assert late[date(2026, 11, 3)] > time.time() - 60
+
+
+def test_a_stalled_object_store_fails_the_run_within_its_timeout_in_one_line(s3_server: S3Server,  # noqa: F811
+                                                                              tmp_path: Path) -> None:
+    """The server frozen (SIGSTOP: it accepts connections and never answers, as a hung one does) before the run: the
+    command ends within TOKENLEDGER_S3_TIMEOUT_S (and boto3's backoff), in one line naming the endpoint and the
+    request, instead of waiting forever."""
+    import signal
+    import time
+
+    home = Bucket(s3_server, tmp_path)
+    assert s3_server.pid
+    os.kill(s3_server.pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        stalled = home.run("run", "--home", home.url, "--start", START, TOKENLEDGER_S3_TIMEOUT_S="2")
+        took = time.monotonic() - began
+    finally:
+        os.kill(s3_server.pid, signal.SIGCONT)
+    assert (stalled.returncode, stalled.stdout) == (2, ""), stalled.stdout + stalled.stderr
+    assert stalled.stderr == (f"error: the object store at {s3_server.endpoint} did not answer within 2 s while "
+                              f"listing {home.url}/config/: check that it is up and reachable from this machine "
+                              "(AWS_ENDPOINT_URL), then re-run; nothing half-written was published "
+                              "(TOKENLEDGER_S3_TIMEOUT_S sets how long a request may wait)\n")
+    assert took < 2 + 30, took  # the command's own start (Dagster's imports) included

@@ -228,11 +228,18 @@ def _first_lines(text: str, limit: int = 400) -> str:
     return joined if len(joined) <= limit else joined[:limit - 3] + "..."
 
 
+_USERS_ERRORS = ("LedgerError", "ConfigError", "InputFileError", "EnvironmentProblem")  # tokenledger/errors.py
+
+
 def _failure_messages(result) -> list[str]:
     """One or two lines per failed step and blocking check, named by its asset, without Dagster's stack trace:
     a user's problem by its own message, anything else by its exception (--verbose shows the traceback)."""
     messages = _check_messages(result, "ERROR")
     for event in result.all_events:
+        # A run that failed outside its steps for a reason a user can act on (its Celery broker lost): that line.
+        error = getattr(event.event_specific_data, "error", None)
+        if event.event_type_value == "PIPELINE_FAILURE" and error is not None and error.cls_name in _USERS_ERRORS:
+            messages.append(error.message.strip().removeprefix(f"tokenledger.errors.{error.cls_name}: "))
         if event.event_type_value == "STEP_FAILURE":
             data = event.event_specific_data
             error = getattr(data, "error", None)

@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -37,6 +37,30 @@ from tokenledger.storage import atomic
 SCHEMES = ("s3",)
 WORK_DIR_ENV = "TOKENLEDGER_WORK_DIR"
 TRANSFER_THREADS = 8
+# TOKENLEDGER_S3_TIMEOUT_S: how long one request to the object store may go unanswered, its retries included, before
+# the step fails naming the endpoint (default TIMEOUT_S). Each of its ATTEMPTS waits a share of it to connect, and as
+# long again for each read of the answer (a large object's transfer is not bounded, only a silence in it); boto3's
+# "standard" retries (throttling, 5xx, a connection lost or timed out) are the only ones: a download's own retries of
+# a broken transfer are off, or a stalled endpoint would be waited for ATTEMPTS times 5.
+TIMEOUT_ENV = "TOKENLEDGER_S3_TIMEOUT_S"
+TIMEOUT_S = 30.0
+ATTEMPTS = 3
+
+
+def request_timeout_s(env: Mapping[str, str] = os.environ) -> float:
+    """TOKENLEDGER_S3_TIMEOUT_S in seconds (TIMEOUT_S when unset or empty); a ConfigError naming it otherwise."""
+    raw = env.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return TIMEOUT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds: set it to how long a request to the "
+                          f"object store may go unanswered before the step fails (the default, when unset, is "
+                          f"{TIMEOUT_S:g})")
+    return seconds
 
 
 def is_remote(home: str | os.PathLike) -> bool:
@@ -86,18 +110,44 @@ class RemoteHome:
         except ImportError:
             raise ConfigError(f"the home {self.url} is on object storage, which needs boto3: pip install "
                               "'tokenledger[s3]'") from None
-        return boto3.client("s3", config=Config(retries={"max_attempts": 5, "mode": "standard"},
+        each = max(request_timeout_s() / ATTEMPTS, 0.5)
+        return boto3.client("s3", config=Config(connect_timeout=each, read_timeout=each,
+                                                retries={"max_attempts": ATTEMPTS, "mode": "standard"},
                                                 max_pool_connections=TRANSFER_THREADS * 2))
+
+    @cached_property
+    def transfers(self) -> Any:
+        """boto3's transfer settings for download_file/upload_file: no retries of their own over the client's."""
+        from boto3.s3.transfer import TransferConfig
+
+        return TransferConfig(num_download_attempts=1)
+
+    @property
+    def endpoint(self) -> str:
+        """The object store's URL as the client speaks to it (AWS_ENDPOINT_URL, or AWS's for the region); what the
+        environment names when there is no client to ask (making it failed: no region, say)."""
+        try:
+            return self.client.meta.endpoint_url
+        except Exception:
+            return (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+                    or "AWS's S3 endpoint")
 
     @contextlib.contextmanager
     def talking(self, doing: str, relative: str = "") -> Iterator[None]:
         """Turn what the object store or the network answers into one line naming the bucket and what to check."""
-        from boto3.exceptions import S3TransferFailedError, S3UploadFailedError
+        from boto3.exceptions import RetriesExceededError, S3TransferFailedError, S3UploadFailedError
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             yield
-        except (ClientError, S3UploadFailedError, S3TransferFailedError) as exc:
+        except (ClientError, S3UploadFailedError, S3TransferFailedError, RetriesExceededError, BotoCoreError) as exc:
+            if (silent := self._unanswered(exc, doing, relative)) is not None:
+                raise silent from None
+            if isinstance(exc, BotoCoreError):
+                raise EnvironmentProblem(
+                    f"cannot reach the object store at {self.endpoint} while {doing} {self.where(relative)} ({exc}): "
+                    "check AWS_ENDPOINT_URL, the network and the credentials; nothing half-written was published, "
+                    "re-run once it answers.") from None
             # boto3's transfers (upload_file, download_file) wrap the server's answer in an error of their own.
             answer = exc if isinstance(exc, ClientError) else exc.__cause__ or exc.__context__
             if not isinstance(answer, ClientError):
@@ -105,10 +155,24 @@ class RemoteHome:
                                          "the bucket, the credentials and AWS_ENDPOINT_URL. Nothing half-written "
                                          "was published; re-run once it is fixed.") from None
             raise self._refused(answer, doing, relative) from None
-        except BotoCoreError as exc:
-            raise EnvironmentProblem(f"cannot reach the object store while {doing} {self.where(relative)} ({exc}): "
-                                     "check AWS_ENDPOINT_URL, the network and the credentials; nothing half-written "
-                                     "was published, re-run once it answers.") from None
+
+    def _unanswered(self, exc: BaseException, doing: str, relative: str) -> EnvironmentProblem | None:
+        """The one line for a request the object store never answered (connecting or reading timed out on every
+        attempt), wherever in `exc`'s chain boto3 or its transfers put the timeout; None for any other error."""
+        from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+        seen: list[BaseException] = []
+        current: BaseException | None = exc
+        while current is not None and current not in seen:
+            seen.append(current)
+            if isinstance(current, (ConnectTimeoutError, ReadTimeoutError)):
+                return EnvironmentProblem(
+                    f"the object store at {self.endpoint} did not answer within {request_timeout_s():g} s while "
+                    f"{doing} {self.where(relative)}: check that it is up and reachable from this machine "
+                    f"(AWS_ENDPOINT_URL), then re-run; nothing half-written was published ({TIMEOUT_ENV} sets how "
+                    "long a request may wait)")
+            current = getattr(current, "last_exception", None) or current.__cause__ or current.__context__
+        return None
 
     def _refused(self, exc: Any, doing: str, relative: str) -> Exception:
         error = exc.response.get("Error", {})
@@ -154,14 +218,14 @@ class RemoteHome:
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic.replacing(target) as tmp:
             with self.talking("reading", relative):
-                self.client.download_file(self.bucket, self.key(relative), str(tmp))
+                self.client.download_file(self.bucket, self.key(relative), str(tmp), Config=self.transfers)
                 stamp = known.mtime if known else self.client.head_object(
                     Bucket=self.bucket, Key=self.key(relative))["LastModified"].timestamp()
             os.utime(tmp, (stamp, stamp))
 
     def upload(self, source: Path, relative: str) -> RemoteObject:
         with self.talking("writing", relative):
-            self.client.upload_file(str(source), self.bucket, self.key(relative))
+            self.client.upload_file(str(source), self.bucket, self.key(relative), Config=self.transfers)
             head = self.client.head_object(Bucket=self.bucket, Key=self.key(relative))
         return RemoteObject(head["ContentLength"], head["LastModified"].timestamp(), head["ETag"])
 
@@ -319,13 +383,17 @@ def _lake_day(relative: str) -> str:
 def arrow_filesystem() -> Any:
     """pyarrow's S3 filesystem of this environment, for reading a bucket home's exports as Arrow datasets (which
     DuckDB and pandas query). Its constructor reads the credentials and the region from the environment but not
-    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here."""
+    AWS_ENDPOINT_URL (which boto3 and pyarrow's FileSystem.from_uri read): passed here. Its requests wait as boto3's
+    do (TOKENLEDGER_S3_TIMEOUT_S over its ATTEMPTS)."""
     from urllib.parse import urlparse
 
     from pyarrow import fs
 
+    each = max(request_timeout_s() / ATTEMPTS, 0.5)
+    waits = {"connect_timeout": each, "request_timeout": each,
+             "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=ATTEMPTS)}
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
-        return fs.S3FileSystem()
+        return fs.S3FileSystem(**waits)
     parsed = urlparse(endpoint)
-    return fs.S3FileSystem(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https")
+    return fs.S3FileSystem(endpoint_override=parsed.netloc or parsed.path, scheme=parsed.scheme or "https", **waits)
