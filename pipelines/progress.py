@@ -64,6 +64,11 @@ class RunningSteps:
             elif event_type in RUN_ENDED:
                 self._running.clear()
 
+    def steps(self) -> list[str]:
+        """The steps running now."""
+        with self._lock:
+            return sorted(self._running)
+
     def due(self) -> list[str]:
         now = self.clock()
         lines = []

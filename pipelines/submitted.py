@@ -32,6 +32,7 @@ from typing import Any
 
 from tokenledger.pipelines.daemon import unfinished_runs
 from tokenledger.pipelines.instance import CODE_LOCATION, DEFINITIONS_MODULE, workspace_file
+from tokenledger.pipelines.progress import HEARTBEAT_S, RunningSteps
 
 from tokenledger.errors import EnvironmentProblem
 from tokenledger.storage.housekeeping import instance_lock
@@ -46,8 +47,8 @@ DAEMON_START_S = 120.0
 DAEMON_LOG = "tokenledger-daemon.log"
 _STEP_END = {"STEP_SUCCESS": "done", "STEP_FAILURE": "FAILED"}
 # While a run is unfinished, a line says what it is doing at least this often (a step that takes minutes, a run
-# waiting in the queue or for another run's day).
-STILL_RUNNING_S = 30.0
+# waiting in the queue or for another run's day): the in-process runs' heartbeat.
+STILL_RUNNING_S = HEARTBEAT_S
 
 
 @dataclass
@@ -200,14 +201,14 @@ class Watcher:
         self.every_s = every_s
         self.cursors: dict[str, int | None] = {}
         self.labels: dict[str, str] = {}
-        self.running: dict[str, dict[str, float]] = {}  # run -> step -> when it started (monotonic)
+        self.running: dict[str, RunningSteps] = {}  # run -> its steps running (pipelines/progress.py)
         self.said: dict[str, float] = {}  # run -> when a line last said something of it
         self.started = time.monotonic()
 
     def follow(self, run_id: str, label: str) -> None:
         self.cursors[run_id] = None
         self.labels[run_id] = label
-        self.running[run_id] = {}
+        self.running[run_id] = RunningSteps(self.every_s, began=self.started)
         self.said[run_id] = time.monotonic()
 
     @property
@@ -231,20 +232,23 @@ class Watcher:
             now = time.monotonic()
             for record in sorted(steps.records, key=lambda r: r.storage_id):
                 event = record.event_log_entry.dagster_event
-                step = (event.step_key or "").replace("__", "/")
+                self.running[run_id].saw(event.event_type_value, event.step_key or "", self.labels[run_id])
                 if event.event_type_value == "STEP_START":
-                    self.running[run_id][step] = now
                     continue
-                self.running[run_id].pop(step, None)
                 self.said[run_id] = now
+                step = (event.step_key or "").replace("__", "/")
                 self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  {step} "
                            f"{_STEP_END[event.event_type_value]}")
-            if now - self.said[run_id] >= self.every_s and (run is None or run.status not in FINISHED_STATUSES):
-                self.said[run_id] = now
-                doing = ", ".join(f"{step} running ({now - since:.0f} s so far)"
-                                  for step, since in sorted(self.running[run_id].items()))
-                self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  " + (
-                    doing or f"{(run.status.value.lower() if run is not None else 'submitted')}, no step running"))
+            if run is None or run.status not in FINISHED_STATUSES:
+                due = self.running[run_id].due()
+                for line in due:
+                    self.write(line)
+                if due:
+                    self.said[run_id] = now
+                elif now - self.said[run_id] >= self.every_s and not self.running[run_id].steps():
+                    self.said[run_id] = now  # waiting: in the queue, for its run worker, for another run's day
+                    self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  "
+                               f"{run.status.value.lower() if run is not None else 'submitted'}, no step running")
             if run is not None and run.status in FINISHED_STATUSES:
                 events = [entry.dagster_event for entry in self.instance.all_logs(run_id) if entry.dagster_event]
                 finished.append((run_id, SubmittedResult(run_id, run.status == DagsterRunStatus.SUCCESS, events)))

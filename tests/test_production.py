@@ -131,6 +131,8 @@ def test_celery_workers_a_bucket_and_postgres_publish_what_one_process_does_and_
                 time.sleep(0.5)
             for reader in readers:
                 reader.join()
+        for machine, out in outputs.items():  # kept beside the work folders, for reading after a failure
+            (tmp_path / f"{machine}.out").write_text(out)
         assert max(seen) == 1, (seen, outputs)
         assert [c.returncode for c in commands.values()] == [0, 0], outputs
         # Each day of both ranges run once more (one run a day), committed once more.
