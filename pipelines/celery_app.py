@@ -22,6 +22,7 @@ from dagster_celery.executor import CeleryExecutor
 from dagster_celery.make_app import make_app
 from dagster_celery.tasks import create_task
 from tokenledger.pipelines.executors import BACKEND_ENV, BROKER_ENV, celery_settings, keep_visible
+from tokenledger.pipelines.progress import HANDED_OVER
 
 from tokenledger.errors import ConfigError
 
@@ -34,7 +35,6 @@ app = make_app(CeleryExecutor.for_cli(broker=os.environ[BROKER_ENV],
                                       backend=os.environ.get(BACKEND_ENV, "").strip() or None,
                                       config_source=settings).app_args())
 execute_plan = create_task(app)
-HANDED_OVER = "tokenledger/handed over"  # the metadata key of the event `_handed_over` reports
 
 _beating: dict[str, threading.Event] = {}  # task id -> what stops its heartbeat
 

@@ -22,6 +22,9 @@ HEARTBEAT_S = 30.0
 STARTED = ("STEP_START",)
 # A step that failed and will be retried is no longer running (its retry starts again with STEP_START).
 ENDED = ("STEP_SUCCESS", "STEP_FAILURE", "STEP_UP_FOR_RETRY", "STEP_SKIPPED")
+# The metadata key of the engine event a Celery worker reports when it takes over the step of a silent worker
+# (pipelines/celery_app.py); the --parallel watcher prints its message.
+HANDED_OVER = "tokenledger/handed over"
 RUN_ENDED = ("PIPELINE_SUCCESS", "PIPELINE_FAILURE", "PIPELINE_CANCELED")
 
 

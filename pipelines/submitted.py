@@ -32,7 +32,7 @@ from typing import Any
 
 from tokenledger.pipelines.daemon import unfinished_runs
 from tokenledger.pipelines.instance import CODE_LOCATION, DEFINITIONS_MODULE, workspace_file
-from tokenledger.pipelines.progress import HEARTBEAT_S, RunningSteps
+from tokenledger.pipelines.progress import HANDED_OVER, HEARTBEAT_S, RunningSteps
 
 from tokenledger.errors import EnvironmentProblem
 from tokenledger.storage.housekeeping import instance_lock
@@ -226,12 +226,17 @@ class Watcher:
             steps = self.instance.get_records_for_run(
                 run_id, cursor=self.cursors[run_id], of_type={DagsterEventType.STEP_START,
                                                               DagsterEventType.STEP_SUCCESS,
-                                                              DagsterEventType.STEP_FAILURE})
+                                                              DagsterEventType.STEP_FAILURE,
+                                                              DagsterEventType.ENGINE_EVENT})
             if steps.records:
                 self.cursors[run_id] = steps.cursor
             now = time.monotonic()
             for record in sorted(steps.records, key=lambda r: r.storage_id):
                 event = record.event_log_entry.dagster_event
+                if event.event_type_value == "ENGINE_EVENT":
+                    if HANDED_OVER in event.engine_event_data.metadata:  # a worker went silent: said as it happens
+                        self.write(f"    {now - self.started:7.1f} s  {self.labels[run_id]}  {event.message}")
+                    continue
                 self.running[run_id].saw(event.event_type_value, event.step_key or "", self.labels[run_id])
                 if event.event_type_value == "STEP_START":
                     continue

@@ -342,6 +342,10 @@ def test_a_worker_killed_while_publishing_leaves_the_day_as_it_was_and_another_w
                    "ENGINE_EVENT" and "tokenledger/handed over" in e.dagster_event.engine_event_data.metadata]
     assert re.fullmatch(rf"step publish/exports on worker {doomed}@\S+: no answer for {VISIBILITY_TIMEOUT_S} s; "
                         rf"handed to worker {survivor}@\S+", said_over), said_over
+    # And the command printed it as it happened, before the step's end.
+    printed = (tmp_path / "run.log").read_text()
+    assert f"{day}  {said_over}\n" in printed, printed
+    assert printed.index(said_over) < printed.index(f"{day}  publish/exports done"), printed
 
 
 def test_a_live_worker_keeps_its_task_from_being_handed_out_again_and_a_dead_ones_is(
