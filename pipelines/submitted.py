@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -262,17 +262,20 @@ class Watcher:
         return finished
 
 
-def runs_holding(instance) -> dict[date, str]:
-    """The days the instance's unfinished runs of the daily job compute (any command's, the schedule's, the UI's),
-    each with its run's id."""
+def runs_holding(instance, since: datetime) -> dict[date, str]:
+    """The days other runs of the daily job have taken (any command's, the schedule's, the UI's), each with its
+    run's id: those of unfinished runs, and those of runs that succeeded since `since` (when the command started:
+    what another command published meanwhile is not run again)."""
     from dagster import DagsterRunStatus, RunsFilter
     from tokenledger.pipelines.daemon import UNFINISHED
     from tokenledger.pipelines.resources import run_days
 
     held: dict[date, str] = {}
-    for run in instance.get_runs(RunsFilter(job_name=JOB, statuses=[DagsterRunStatus[s] for s in UNFINISHED])):
-        for day in run_days(run.tags):
-            held.setdefault(day, run.run_id)
+    for runs in (RunsFilter(job_name=JOB, statuses=[DagsterRunStatus[s] for s in UNFINISHED]),
+                 RunsFilter(job_name=JOB, statuses=[DagsterRunStatus.SUCCESS], created_after=since)):
+        for run in instance.get_runs(runs):
+            for day in run_days(run.tags):
+                held.setdefault(day, run.run_id)
     return held
 
 
@@ -290,17 +293,18 @@ def _pieces(first: date, last: date, held: Mapping[date, str]) -> list[tuple[dat
 
 def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_config: Mapping[str, Any],
                   published: Callable[[date, date, Any, str | None], None], failed: dict[date, list[str]],
-                  failure_messages: Callable[[Any], list[str]]) -> None:
+                  failure_messages: Callable[[Any], list[str]], since: datetime | None = None) -> None:
     """Submit the runs of `chunks`, keeping at most `parallel` of them unfinished, until every day is published or
     failed. A ranged run that fails published nothing: its days are submitted again, one run each (the rule of
     `tokenledger run`).
 
-    A day that a run of the instance already computes (another command's, on this host or another) is not submitted
-    again: that run is followed instead, and its outcome is the day's (checked and submitted under one lock of the
-    instance, so two commands never both submit a day). `published(first, last, result, by)` is called per
-    successful run, `by` the id of a run another command submitted (None for this command's own); a failed day's
-    messages go into `failed`."""
+    A day that a run of the instance already computes (another command's, on this host or another), or published
+    since `since` (the command's start), is not submitted again: that run is followed instead, and its outcome is
+    the day's (checked and submitted under one lock of the instance, so two commands never both submit a day).
+    `published(first, last, result, by)` is called per successful run, `by` the id of a run another command
+    submitted (None for this command's own); a failed day's messages go into `failed`."""
     waiting = deque(chunks)
+    since = since or datetime.now(UTC)
     spans: dict[str, tuple[date, date]] = {}
     own: set[str] = set()
     submit_lock = Path(os.environ["DAGSTER_HOME"]) / ".submit.lock"
@@ -313,7 +317,8 @@ def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_
                 while waiting and len(own & set(watcher.cursors)) < parallel:
                     first, last = waiting.popleft()
                     with instance_lock("submit", submit_lock):
-                        for a, b, other in _pieces(first, last, runs_holding(instance)):
+                        held = {day: run for day, run in runs_holding(instance, since).items() if run not in own}
+                        for a, b, other in _pieces(first, last, held):
                             label = _label(a, b)
                             if other is not None:
                                 if other not in watcher.cursors:
@@ -321,8 +326,8 @@ def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_
                                     spans[other] = (a, b)
                                 else:  # already followed for an earlier piece: widen its span
                                     spans[other] = (min(spans[other][0], a), max(spans[other][1], b))
-                                print(f"{label}  already being computed by run {other[:8]} (another command's): "
-                                      "following it instead of running the days again", flush=True)
+                                print(f"{label}  already taken by run {other[:8]} (another command's): following it "
+                                      "instead of running the days again", flush=True)
                                 continue
                             run_id = submit(instance, context, span_tags(a, b), run_config)
                             own.add(run_id)

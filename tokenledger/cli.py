@@ -20,7 +20,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from tokenledger.errors import LedgerError, environment_problem
@@ -28,6 +28,9 @@ from tokenledger.pipelines.instance import EARLIER_SQLITE_YAML, SQLITE_YAML, pre
 from tokenledger.storage.layout import HomeLayout, url_safe_folder
 from tokenledger.storage.locks import exclusive
 from tokenledger.storage.remote import is_remote, push
+
+# When this command started: a run of another command that published a day of its range since is not run again.
+STARTED_AT = datetime.now(UTC)
 
 # Each command imports the rest of what it runs inside its function: loading the Dagster definitions takes seconds,
 # the generator loads numpy, DuckDB and the published tables' modules are the other commands', and `tokenledger
@@ -486,7 +489,7 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
 
                 submitted_config["resources"] = ledger_run_config(idle_days=idle_days)
             run_submitted(instance, _chunks(start, end, days_per_run), parallel, submitted_config, published, failed,
-                          _failure_messages)
+                          _failure_messages, since=STARTED_AT)
         for first, last in ([] if parallel else _chunks(start, end, days_per_run)):
             result = execute(first, last)
             if result.success:

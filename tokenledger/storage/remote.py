@@ -366,7 +366,9 @@ def push_for_run(remote: RemoteHome, root: Path, days: Iterable[date]) -> int:
     lake = root / "lake"
     if not lake.is_dir():
         return 0
-    files = [p for p in lake.rglob("*.parquet") if not p.name.startswith(".")
+    # Every finished file, not only the tables: a day's capacity review (HTML, Markdown) is read by the publication
+    # step, which another worker may execute.
+    files = [p for p in lake.rglob("*") if p.is_file() and not p.name.startswith(".") and not p.name.endswith(".tmp")
              and (_lake_day(str(p.relative_to(root))) in wanted or _lake_day(str(p.relative_to(root))) == "")]
     return push(remote, root, files, listed=remote.list("lake/"))
 
