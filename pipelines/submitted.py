@@ -341,8 +341,9 @@ def run_submitted(instance, chunks: list[tuple[date, date]], parallel: int, run_
                     if result.success:
                         published(first, last, result, by)
                     elif first != last or (by is not None and not _single_day(instance, run_id)):
-                        print(f"{_label(first, last)}  a day failed in the ranged run {run_id[:8]}"
-                              + ("" if by is None else " (another command's)") + ", so none of it was published: "
+                        print(f"{_label(first, last)}  a day failed in the ranged run"
+                              + ("" if by is None else f" {run_id[:8]} (another command's)")
+                              + ", so none of it was published: "
                               "running its days one by one to publish the good ones and name the failed ones",
                               flush=True)
                         waiting.extend((day, day) for day in _days(first, last))
