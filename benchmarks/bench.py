@@ -581,6 +581,7 @@ def run_pinned(workers: list[tuple[int, list[str], Path]], threads: int) -> list
     env = {**_child_env(), **thread_env(threads)}
     env.pop("TOKENLEDGER_EXECUTOR", None)  # each run in the worker's own process
     started: dict[int, tuple[int, float, float, int, Path]] = {}
+    procs: dict[int, subprocess.Popen] = {}
     outs = []
     try:
         for i, (core, args, log) in enumerate(workers):
@@ -589,7 +590,7 @@ def run_pinned(workers: list[tuple[int, list[str], Path]], threads: int) -> list
             outs.append(out)
             proc = subprocess.Popen([sys.executable, "-m", "benchmarks.pinned", str(core), str(threads), *args],
                                     stdout=out, stderr=subprocess.STDOUT, env=env, cwd=PROJECT)
-            started[proc.pid] = (i, time.time(), time.perf_counter(), core, log)
+            started[proc.pid], procs[proc.pid] = (i, time.time(), time.perf_counter(), core, log), proc
         figures: list[dict] = [{} for _ in workers]
         while len([f for f in figures if f]) < len(workers):
             pid, status, usage = os.wait4(-1, 0)
@@ -597,11 +598,12 @@ def run_pinned(workers: list[tuple[int, list[str], Path]], threads: int) -> list
                 continue
             i, started_at, t0, core, log = started[pid]
             wall = time.perf_counter() - t0
+            procs[pid].returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
             said = {}
             lines = log.read_text().strip().splitlines()
             with contextlib.suppress(IndexError, ValueError):
                 said = json.loads(lines[-1])
-            figures[i] = {"pid": pid, "core": core, "exit_code": os.waitstatus_to_exitcode(status),
+            figures[i] = {"pid": pid, "core": core, "exit_code": procs[pid].returncode,
                           "started_at": started_at, "ended_at": started_at + wall, "wall_s": round(wall, 2),
                           "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
                           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "log": str(log),
@@ -612,14 +614,22 @@ def run_pinned(workers: list[tuple[int, list[str], Path]], threads: int) -> list
     return figures
 
 
+def _run_days(run: dict) -> str:
+    """A Dagster run's days as `first...last` (one day: the day), from its partition tags (phase_dagster)."""
+    first, last = run.get("range") or (None, None)
+    return f"{first}...{last}" if first and last and first != last else (first or run.get("partition") or "")
+
+
 def fanout_worker(process: dict, share: tuple[date, date], runs: list[dict]) -> dict:
-    """One worker's figures: its process's, its days, its Dagster runs (those whose events came from its process),
-    their time (started to ended) and the rest of its wall time, outside its runs (the interpreter's start, the
-    imports, the instance, the summary)."""
-    mine = [r for r in runs if r.get("pid") == process["pid"]]
+    """One worker's figures: its process's, its days, its Dagster runs (those whose events came from its process, in
+    the order they started: the first one pays what the process loads on first use, the imports of its first check,
+    the what-if's compiled replay), their time (started to ended) and the rest of its wall time, outside its runs
+    (the interpreter's start, the imports, the instance, the summary)."""
+    mine = sorted((r for r in runs if r.get("pid") == process["pid"]), key=lambda r: r.get("started") or 0)
     runs_s = round(sum(r["seconds"] for r in mine), 2)
     return {**process, "first": share[0].isoformat(), "last": share[1].isoformat(),
             "days": (share[1] - share[0]).days + 1, "runs": len(mine), "runs_s": runs_s,
+            "run_list": [{"days": _run_days(r), "seconds": r["seconds"], "first": i == 0} for i, r in enumerate(mine)],
             "outside_runs_s": round(process["wall_s"] - runs_s, 2),
             "on_cpu": round(process["cpu_s"] / process["wall_s"], 2) if process["wall_s"] else None,
             "ok": process["exit_code"] == 0 and bool(mine) and all(r["status"] == "SUCCESS" for r in mine)}
@@ -640,21 +650,35 @@ def fanout_variant(workers: list[dict], days: int, cores: list[dict]) -> dict:
 
 
 def fanout_ratios(one: dict, many: dict) -> dict:
-    """The speed-up of many workers over one (wall time over wall time) and what bounds it, each from the figures:
-    `fixed_bound`, the speed-up if only each worker's part outside its runs stayed whole (1 worker's outside part,
-    plus its runs' time shared among the workers); `runs_ratio` and `cpu_ratio`, how much longer the runs took
-    together, and how much more CPU the workers used, side by side than one after the other (1: no contention);
-    `imbalance`, the slowest worker's wall time over the workers' mean; `on_cpu`, the share of the workers' wall time
-    they were on a CPU."""
+    """The speed-up of many workers over one (wall time over wall time) and what bounds it, from the figures.
+
+    Each run of the many workers is set beside the 1 worker's run of the same days: `contention`, how much longer
+    such runs took side by side than alone when both were (or neither was) their process's first run, is what the
+    cores still share; `restart`, the same when only the many workers' run was its process's first, adds what a
+    process loads on first use, paid again by each new worker inside its first run: `startup_s` a run, that less the
+    contention. `fixed_bound` is then the speed-up if only each worker's fixed part stayed whole (1 worker's part
+    outside its runs and the start-up again, plus its runs' time shared among the workers); `runs_ratio` and
+    `cpu_ratio`, how much longer all the runs took together, and how much more CPU the workers used (each paying its
+    own start), side by side than one after the other; `imbalance`, the slowest worker's wall time over the workers'
+    mean; `on_cpu`, the share of the workers' wall time they were on a CPU."""
     def ratio(a: float | None, b: float | None) -> float | None:
         return round(a / b, 2) if a and b else None
 
+    alone = {r["days"]: r for w in one["worker"] for r in w.get("run_list", [])}
+    same, again = [], []
+    for w in many["worker"]:
+        for r in w.get("run_list", []):
+            if (a := alone.get(r["days"])) is not None:
+                (again if r["first"] and not a["first"] else same).append((r["seconds"], a["seconds"]))
+    contention = ratio(sum(m for m, _ in same), sum(a for _, a in same))
+    startup = _mean([m - a * (contention or 1.0) for m, a in again])
     n, walls = many["workers"], [w["wall_s"] for w in many["worker"]]
-    ideal = one["outside_runs_s"] + one["runs_s"] / n
-    return {"speedup": ratio(one["wall_s"], many["wall_s"]), "fixed_bound": ratio(one["wall_s"], ideal),
-            "fixed_bound_s": round(ideal, 2), "runs_ratio": ratio(many["runs_s"], one["runs_s"]),
-            "cpu_ratio": ratio(many["cpu_s"], one["cpu_s"]), "imbalance": ratio(max(walls), sum(walls) / len(walls)),
-            "on_cpu": ratio(many["cpu_s"], sum(walls))}
+    ideal = one["outside_runs_s"] + (startup or 0.0) + one["runs_s"] / n
+    return {"speedup": ratio(one["wall_s"], many["wall_s"]), "contention": contention,
+            "restart": ratio(sum(m for m, _ in again), sum(a for _, a in again)), "startup_s": startup,
+            "fixed_bound": ratio(one["wall_s"], ideal), "fixed_bound_s": round(ideal, 2),
+            "runs_ratio": ratio(many["runs_s"], one["runs_s"]), "cpu_ratio": ratio(many["cpu_s"], one["cpu_s"]),
+            "imbalance": ratio(max(walls), sum(walls) / len(walls)), "on_cpu": ratio(many["cpu_s"], sum(walls))}
 
 
 def bench_fanout(root: Path, days: int, requests: int, workers: int, days_per_run: int | None = None,
@@ -898,16 +922,24 @@ def fanout_markdown(fanout: dict) -> list[str]:
     lines.append("| each core while they ran: ours / other processes' / stolen by the hypervisor | "
                  f"{_cores(one['cores'])} | {_cores(many['cores'])} |")
     others = max((c["others"] for c in many["cores"]), default=None)
+    startup = "" if fanout.get("startup_s") is None else (
+        f", and each new worker's first run loads again what a process loads on first use (the imports of its first "
+        f"check, the what-if's compiled replay): a run of the same days took {fanout['restart']}x as long as the 1 "
+        f"worker's when only the {n} workers' was its process's first run, {_s(fanout['startup_s'])} more than "
+        "contention explains")
+    contention = "" if fanout.get("contention") is None else (
+        f"Side by side a run took {fanout['contention']}x as long as the 1 worker's run of the same days when both "
+        "were their process's first (or neither was): above 1, the same work costs more on cores of their own, from "
+        "what the cores still share (memory bandwidth, the last-level cache, the disk, the home's Dagster instance, "
+        "a SQLite file, the hypervisor). ")
     lines += ["", f"What limits it: each worker pays its own start and end outside its Dagster runs ("
-                  f"{_s(one['outside_runs_s'])} for 1 worker), so with only the runs shared {n} workers could take "
-                  f"{_s(fanout['fixed_bound_s'])} at best, {fanout['fixed_bound']}x. Side by side the same runs took "
-                  f"{fanout['runs_ratio']}x as long together as 1 worker's (above 1: the same work costs more on cores "
-                  "of their own, from what the cores still share: memory bandwidth, the last-level cache, the disk, "
-                  "the home's Dagster instance, a SQLite file, and the hypervisor's steal), and the workers used "
-                  f"{fanout['cpu_ratio']}x its CPU time (each paying its own start and end). The {n} workers were "
-                  f"on a CPU {_pct(fanout['on_cpu'])} of their wall time (the rest waiting: the disk, a lock, or "
-                  f"another process on their core, which took up to {_pct(others)} of a core meanwhile), and the "
-                  f"slowest took {fanout['imbalance']}x their mean."]
+                  f"{_s(one['outside_runs_s'])} for 1 worker){startup}. With those whole and only the rest of the "
+                  f"runs shared, {n} workers could take {_s(fanout['fixed_bound_s'])} at best, "
+                  f"{fanout['fixed_bound']}x. {contention}All the runs took {fanout['runs_ratio']}x as long together "
+                  f"side by side as one after the other, and the workers used {fanout['cpu_ratio']}x the CPU time of "
+                  f"1 (each paying its own start). The {n} workers were on a CPU {_pct(fanout['on_cpu'])} of their "
+                  "wall time (the rest waiting: the disk, a lock, or another process on their core, which took up to "
+                  f"{_pct(others)} of a core meanwhile), and the slowest took {fanout['imbalance']}x their mean."]
     busy = max((c["others"] for v in (one, many) for c in v["cores"] if c["core"] in {w["core"] for w in v["worker"]}),
                default=0)
     if busy >= BUSY_CORE_SHARE:

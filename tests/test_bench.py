@@ -142,14 +142,25 @@ def test_the_fan_out_s_shares_cores_and_ratios_worked_out_by_hand():
     # Ours is never more than the core's busy time (a worker's last ticks may fall after the second reading).
     assert core_shares(before, after, {1: 30.0}, ticks=100)[1]["ours"] == 0.25
 
+    def runs(*pairs):  # (days, seconds), in the order the process ran them
+        return [{"days": days, "seconds": seconds, "first": i == 0} for i, (days, seconds) in enumerate(pairs)]
+
     one = {"workers": 1, "wall_s": 120.0, "cpu_s": 115.0, "runs_s": 100.0, "outside_runs_s": 20.0,
-           "worker": [{"wall_s": 120.0}]}
+           "worker": [{"wall_s": 120.0, "run_list": runs(("a", 50.0), ("b", 50.0))}]}
     many = {"workers": 2, "wall_s": 80.0, "cpu_s": 138.0, "runs_s": 110.0, "outside_runs_s": 20.0,
-            "worker": [{"wall_s": 80.0}, {"wall_s": 70.0}]}
-    # 120 / 80; at best 20 + 100 / 2 = 70 s, 120 / 70 = 1.71x; the runs 110 / 100; the CPU 138 / 115; the slowest 80
-    # of a mean 75; on a CPU 138 of 150 s.
-    assert fanout_ratios(one, many) == {"speedup": 1.5, "fixed_bound": 1.71, "fixed_bound_s": 70.0, "runs_ratio": 1.1,
-                                        "cpu_ratio": 1.2, "imbalance": 1.07, "on_cpu": 0.92}
+            "worker": [{"wall_s": 80.0, "run_list": runs(("a", 52.5))},
+                       {"wall_s": 70.0, "run_list": runs(("b", 57.5))}]}
+    # 120 / 80. Days a, the first run of both processes: 52.5 / 50 = 1.05x (contention); days b, the first run of the
+    # second worker but not of the 1 worker's process: 57.5 / 50 = 1.15x, 57.5 - 50 x 1.05 = 5 s of start-up again.
+    # At best 20 + 5 + 100 / 2 = 75 s, 120 / 75 = 1.6x; the runs 110 / 100; the CPU 138 / 115; the slowest 80 of a
+    # mean 75; on a CPU 138 of 150 s.
+    assert fanout_ratios(one, many) == {"speedup": 1.5, "contention": 1.05, "restart": 1.15, "startup_s": 5.0,
+                                        "fixed_bound": 1.6, "fixed_bound_s": 75.0, "runs_ratio": 1.1, "cpu_ratio": 1.2,
+                                        "imbalance": 1.07, "on_cpu": 0.92}
+    # Without runs of the same days both ways (other days per run), no contention or start-up is claimed.
+    alone = {**one, "worker": [{"wall_s": 120.0, "run_list": runs(("a...b", 100.0))}]}
+    assert {k: fanout_ratios(alone, many)[k] for k in ("contention", "restart", "startup_s", "fixed_bound_s")} == {
+        "contention": None, "restart": None, "startup_s": None, "fixed_bound_s": 70.0}
 
 
 def test_only_runs_the_parts_named_and_refuses_others(capsys):
