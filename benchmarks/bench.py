@@ -884,6 +884,9 @@ def _cores(cores: list[dict]) -> str:
 def fanout_markdown(fanout: dict) -> list[str]:
     """The fan-out's lines: how the workers were pinned, the speed-up, each worker's figures, the cost a day each way,
     whether both ways published the same tables, and what limits the speed-up, from the measured figures."""
+    if "threads" not in fanout:  # a bench.json from before issue 55: `tokenledger run --parallel`, unpinned
+        return ["", f"The fan-out of this bench ({fanout['days']} days through `tokenledger run --parallel`, unpinned: "
+                    f"{fanout.get('speedup')}x) is of the kind this bench no longer runs; its figures are in its JSON."]
     one, many = fanout["variants"]
     n, cpus, threads = many["workers"], fanout["cpus"], fanout["threads"]
     published = fanout["published"]

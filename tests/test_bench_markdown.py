@@ -264,6 +264,12 @@ def test_the_fan_out_prints_how_its_workers_were_pinned_its_speed_up_its_cost_a_
             "figures measure the host's load as much as the fan-out.") in fanout_section_markdown(result)
 
 
+def test_a_bench_json_of_the_older_unpinned_fan_out_is_named_not_printed():
+    result = {**_bench(), "fanout": {"days": 8, "speedup": 1.34, "variants": [{}, {}]}}
+    assert ("The fan-out of this bench (8 days through `tokenledger run --parallel`, unpinned: 1.34x) is of the kind "
+            "this bench no longer runs; its figures are in its JSON.") in results_markdown(result)
+
+
 def test_the_pinned_fan_out_is_judged_on_two_workers_at_any_size_and_only_when_both_ways_published_the_same():
     result = _fanout_bench()
     fanout = result["fanout"]
