@@ -671,7 +671,8 @@ def fanout_ratios(one: dict, many: dict) -> dict:
             if (a := alone.get(r["days"])) is not None:
                 (again if r["first"] and not a["first"] else same).append((r["seconds"], a["seconds"]))
     contention = ratio(sum(m for m, _ in same), sum(a for _, a in same))
-    startup = _mean([m - a * (contention or 1.0) for m, a in again])
+    # Never below 0: on a busy host contention alone can exceed the difference (the start-up is then not seen).
+    startup = _mean([max(0.0, m - a * (contention or 1.0)) for m, a in again])
     n, walls = many["workers"], [w["wall_s"] for w in many["worker"]]
     ideal = one["outside_runs_s"] + (startup or 0.0) + one["runs_s"] / n
     return {"speedup": ratio(one["wall_s"], many["wall_s"]), "contention": contention,
@@ -888,6 +889,7 @@ def fanout_markdown(fanout: dict) -> list[str]:
         return ["", f"The fan-out of this bench ({fanout['days']} days through `tokenledger run --parallel`, unpinned: "
                     f"{fanout.get('speedup')}x) is of the kind this bench no longer runs; its figures are in its JSON."]
     one, many = fanout["variants"]
+    fanout = {**fanout, **fanout_ratios(one, many)}  # from the raw figures, whichever bench wrote the JSON
     n, cpus, threads = many["workers"], fanout["cpus"], fanout["threads"]
     published = fanout["published"]
     same = (f"both ways published the same {len(published['tables'])} tables, row for row ({published['rows']:,} "

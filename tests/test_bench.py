@@ -157,6 +157,11 @@ def test_the_fan_out_s_shares_cores_and_ratios_worked_out_by_hand():
     assert fanout_ratios(one, many) == {"speedup": 1.5, "contention": 1.05, "restart": 1.15, "startup_s": 5.0,
                                         "fixed_bound": 1.6, "fixed_bound_s": 75.0, "runs_ratio": 1.1, "cpu_ratio": 1.2,
                                         "imbalance": 1.07, "on_cpu": 0.92}
+    # Contention beyond the second run's difference (a busy host): no start-up is seen, never a negative one.
+    busy = {**many, "worker": [{"wall_s": 80.0, "run_list": runs(("a", 100.0))},
+                               {"wall_s": 70.0, "run_list": runs(("b", 60.0))}]}
+    assert {k: fanout_ratios(one, busy)[k] for k in ("contention", "startup_s", "fixed_bound_s")} == {
+        "contention": 2.0, "startup_s": 0.0, "fixed_bound_s": 70.0}
     # Without runs of the same days both ways (other days per run), no contention or start-up is claimed.
     alone = {**one, "worker": [{"wall_s": 120.0, "run_list": runs(("a...b", 100.0))}]}
     assert {k: fanout_ratios(alone, many)[k] for k in ("contention", "restart", "startup_s", "fixed_bound_s")} == {
