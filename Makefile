@@ -53,8 +53,9 @@ ui: $(BIN)/.installed-dev
 	$(BIN)/tokenledger ui --home $(DEMO_HOME)
 
 # A 1M- and a 10M-request day end to end beside DuckDB's bare read and a pandas peer, the fixed cost of a day,
-# a 30-day backfill both ways and 8 days fanned out over 1 and 2 run workers; a smoke run:
+# a 30-day backfill both ways and 8 days through 1 worker and 2, each pinned to a core; a smoke run:
 # make bench BENCH_ARGS="--sizes 2000 --fixed-days 2 --backfill-days 2 --backfill-requests 2000 --fanout-days 2 --fanout-requests 2000"
+# and the fan-out alone (it rewrites its own section of docs/performance.md): make bench BENCH_ARGS="--only fanout"
 BENCH_ARGS ?=
 bench: $(BIN)/.installed-dev
 	$(BIN)/python -m benchmarks.bench --home $(CURDIR)/.bench $(BENCH_ARGS)

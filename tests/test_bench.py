@@ -121,38 +121,79 @@ def test_the_small_days_are_judged_on_their_average_with_the_marginal_day_beside
         ("met", "2.9 s a day (Dagster run), 3.9 s a day (whole command)")]
 
 
-def test_the_fan_out_s_arithmetic_from_process_samples_and_run_timestamps():
-    from benchmarks.bench import fanout_ratios, run_timeline, window
+def test_the_fan_out_s_shares_cores_and_ratios_worked_out_by_hand():
+    from benchmarks.bench import core_shares, fanout_ratios, worker_shares
 
-    # (time, the tree's CPU s, its RSS MB, the host's busy CPU s, the host's total CPU s), 2 CPUs
-    samples = [(100.0, 0.0, 500.0, 0.0, 0.0), (101.0, 1.5, 600.0, 1.6, 2.0), (102.0, 3.5, 700.0, 3.6, 4.0),
-               (103.0, 4.0, 650.0, 4.6, 6.0)]
-    # 2.5 CPU s in 2 s of 2 CPUs; the host 3.0 busy of 4.0
-    assert window(samples, 101.0, 103.0, 2) == {"seconds": 2.0, "cpu_s": 2.5, "utilisation": 0.625,
-                                                 "host_utilisation": 0.75}
-    # between samples, linear: CPU 0.75 at 100.5 and 3.75 at 102.5; the host 0.8 -> 4.1 busy of 1.0 -> 5.0
-    assert window(samples, 100.5, 102.5, 2) == {"seconds": 2.0, "cpu_s": 3.0, "utilisation": 0.75,
-                                                 "host_utilisation": 0.825}
-    # outside the samples, their ends: 4.0 CPU s over 5 s of 2 CPUs
-    assert window(samples, 99.0, 104.0, 2)["utilisation"] == 0.4
+    # 8 days from a Wednesday in two shares of 4 (a weekend day each); 5 days: the first share a day longer; more
+    # workers than days: one share a day, none empty.
+    wed = date(2026, 11, 18)
+    assert worker_shares(wed, 8, 2) == [(wed, date(2026, 11, 21)), (date(2026, 11, 22), date(2026, 11, 25))]
+    assert worker_shares(wed, 5, 2) == [(wed, date(2026, 11, 20)), (date(2026, 11, 21), date(2026, 11, 22))]
+    assert worker_shares(wed, 2, 3) == [(wed, wed), (date(2026, 11, 19), date(2026, 11, 19))]
 
-    runs = [{"created": 1010.0, "starting": 1014.0, "started": 1016.5, "ended": 1050.0, "seconds": 33.5,
-             "steps_seconds": 32.0},
-            {"created": 1050.4, "starting": 1054.4, "started": 1057.9, "ended": 1098.0, "seconds": 40.1,
-             "steps_seconds": 38.5}]
-    assert run_timeline(runs, 1000.0, 1100.0) == {
-        "before_first_run_s": 10.0, "runs_span_s": 88.0, "no_run_executing_s": 14.4, "after_last_run_s": 2.0,
-        "queued_s": 4.0, "launch_s": 3.0, "run_seconds": [33.5, 40.1], "steps_seconds": 70.5}
-    # Runs side by side, overlapping: executing from 1016.5 to 1060.0, so 6.5 s of the 50 s span without one
-    side_by_side = [{**runs[0], "ended": 1060.0}, {**runs[1], "created": 1010.2, "started": 1017.0, "ended": 1060.0}]
-    assert run_timeline(side_by_side, 1000.0, 1100.0)["no_run_executing_s"] == 6.5
+    # Clock ticks of each core (user, nice, system, idle, iowait, irq, softirq, steal), 100 a second, over 20 s:
+    # core 0 busy 1,900 of 2,000 ticks (user 1,700, system 150, irq 30, softirq 20; idle 30, iowait 10), of which
+    # our 18.5 s = 1,850, 60 stolen; core 1 busy 500 of 2,000, none of it ours. The host's line ("cpu") is not a core.
+    before = {"cpu": [0] * 8, "cpu0": [100, 0, 50, 900, 10, 0, 0, 5], "cpu1": [0] * 8}
+    after = {"cpu": [0] * 8, "cpu0": [1800, 0, 200, 930, 20, 30, 20, 65], "cpu1": [500, 0, 0, 1500, 0, 0, 0, 0]}
+    assert core_shares(before, after, {0: 18.5}, ticks=100) == [
+        {"core": 0, "busy": 0.95, "ours": 0.925, "others": 0.025, "steal": 0.03},
+        {"core": 1, "busy": 0.25, "ours": 0.0, "others": 0.25, "steal": 0.0}]
+    # Ours is never more than the core's busy time (a worker's last ticks may fall after the second reading).
+    assert core_shares(before, after, {1: 30.0}, ticks=100)[1]["ours"] == 0.25
 
-    one = {"run": {"wall_s": 120.0}, "timeline": {"runs_span_s": 100.0, "steps_seconds": 80.0},
-           "in_runs": {"utilisation": 0.625}}
-    many = {"run": {"wall_s": 75.0}, "timeline": {"runs_span_s": 60.0, "steps_seconds": 100.0},
-            "in_runs": {"utilisation": 0.95}}
-    # 120 / 75; 100 / 60; 100 / 80; 1 / 0.625: the CPUs one worker left idle bound what a second can add
-    assert fanout_ratios(one, many) == {"speedup": 1.6, "runs_speedup": 1.67, "steps_ratio": 1.25, "idle_bound": 1.6}
+    def runs(*pairs):  # (days, seconds), in the order the process ran them
+        return [{"days": days, "seconds": seconds, "first": i == 0} for i, (days, seconds) in enumerate(pairs)]
+
+    one = {"workers": 1, "wall_s": 120.0, "cpu_s": 115.0, "runs_s": 100.0, "outside_runs_s": 20.0,
+           "worker": [{"wall_s": 120.0, "run_list": runs(("a", 50.0), ("b", 50.0))}]}
+    many = {"workers": 2, "wall_s": 80.0, "cpu_s": 138.0, "runs_s": 110.0, "outside_runs_s": 20.0,
+            "worker": [{"wall_s": 80.0, "run_list": runs(("a", 52.5))},
+                       {"wall_s": 70.0, "run_list": runs(("b", 57.5))}]}
+    # 120 / 80. Days a, the first run of both processes: 52.5 / 50 = 1.05x (contention); days b, the first run of the
+    # second worker but not of the 1 worker's process: 57.5 / 50 = 1.15x, 57.5 - 50 x 1.05 = 5 s of start-up again.
+    # At best 20 + 5 + 100 / 2 = 75 s, 120 / 75 = 1.6x; the runs 110 / 100; the CPU 138 / 115; the slowest 80 of a
+    # mean 75; on a CPU 138 of 150 s.
+    assert fanout_ratios(one, many) == {"speedup": 1.5, "contention": 1.05, "restart": 1.15, "startup_s": 5.0,
+                                        "fixed_bound": 1.6, "fixed_bound_s": 75.0, "runs_ratio": 1.1, "cpu_ratio": 1.2,
+                                        "imbalance": 1.07, "on_cpu": 0.92}
+    # Contention beyond the second run's difference (a busy host): no start-up is seen, never a negative one.
+    busy = {**many, "worker": [{"wall_s": 80.0, "run_list": runs(("a", 100.0))},
+                               {"wall_s": 70.0, "run_list": runs(("b", 60.0))}]}
+    assert {k: fanout_ratios(one, busy)[k] for k in ("contention", "startup_s", "fixed_bound_s")} == {
+        "contention": 2.0, "startup_s": 0.0, "fixed_bound_s": 70.0}
+    # Without runs of the same days both ways (other days per run), no contention or start-up is claimed.
+    alone = {**one, "worker": [{"wall_s": 120.0, "run_list": runs(("a...b", 100.0))}]}
+    assert {k: fanout_ratios(alone, many)[k] for k in ("contention", "restart", "startup_s", "fixed_bound_s")} == {
+        "contention": None, "restart": None, "startup_s": None, "fixed_bound_s": 70.0}
+
+
+def test_only_runs_the_parts_named_and_refuses_others(capsys):
+    import pytest
+
+    from benchmarks.bench import main
+
+    with pytest.raises(SystemExit):
+        main(["--home", "unused", "--only", "fanout,pandas"])
+    assert "--only: give parts among days, fixed, backfill, fanout" in capsys.readouterr().err
+
+
+def test_a_pinned_worker_bounds_duckdb_s_threads_unless_its_caller_sets_them():
+    import duckdb
+
+    from benchmarks.pinned import bound_duckdb, thread_env
+
+    assert thread_env(1) == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                             "NUMBA_NUM_THREADS": "1"}
+    connect = duckdb.connect
+    try:
+        bound_duckdb(1)
+        with duckdb.connect() as con:
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+        with duckdb.connect(":memory:", config={"threads": 2, "memory_limit": "1GB"}) as con:
+            assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 2
+    finally:
+        duckdb.connect = connect
 
 
 def test_shards_is_judged_where_the_bench_sampled_and_the_what_if_against_the_bare_read():
