@@ -123,21 +123,24 @@ versions:
 """
 
 
-# What each slow module took in `make test` (seconds from its first test's start to its last's end on one of the two
-# workers, 2026-12-03 on an idle host, with test_operations.py's four days and the sensor tests' ingest-only runs).
-# pytest-xdist hands whole files to the two workers (--dist loadfile) in collection order, each worker taking the
-# next file when it finishes one: the longest go first and the short ones fill in at the end, so neither worker is
-# left running a long module alone.
+# What each slow module took in `make test`: the sum of its tests' --durations (setup and call), in seconds, on
+# 2026-12-07 on a host shared with other runs (about 2.5 times the times of an idle host; modules below the top 60
+# tests of that run: their 2026-12-03 idle figure times 2.5). Only the order matters. pytest-xdist hands whole files
+# to the two workers (--dist loadfile) in collection order, each worker taking the next file when it finishes one:
+# the longest go first and the short ones fill in at the end, so neither worker is left running a long module alone.
+# A slow module missing here goes last and can leave one worker running it alone while the other idles.
 SLOW_MODULES = {
-    "test_operations.py": 64, "test_cli_ui.py": 36, "test_faults_operations.py": 41, "test_week.py": 32,
-    "test_generate.py": 27,
-    "test_capacity.py": 26, "test_accounting.py": 24, "test_capacity_week.py": 23, "test_ingest_gateway.py": 23,
-    "test_cost.py": 22, "test_checks.py": 21, "test_demo_fleet.py": 18, "test_cost_focus_sample.py": 13,
-    "test_pipeline_generated.py": 12, "test_api_deployments.py": 12, "test_loadtest.py": 11,
-    "test_focus_export.py": 11, "test_schedule_sensor.py": 10, "test_report.py": 9, "test_ingest_billing.py": 8,
-    "test_cost_backfill.py": 7, "test_whatif.py": 7, "test_capacity_loadtest.py": 7, "test_faults.py": 7,
-    "test_exports_datasets.py": 6, "test_loadtest_vllm.py": 6, "test_adapters.py": 5, "test_errors.py": 5,
-    "test_codex.py": 15, "test_gpu.py": 12,
+    "test_operations.py": 320, "test_capacity_week.py": 240, "test_cli_ui.py": 200, "test_publish_review.py": 200,
+    "test_instance_postgres.py": 190, "test_faults_operations.py": 165, "test_week.py": 150,
+    "test_ingest_gateway.py": 130, "test_accounting.py": 120, "test_focus_export.py": 115,
+    "test_api_deployments.py": 95, "test_pipeline_generated.py": 87, "test_loadtest.py": 85,
+    "test_cost_backfill.py": 81, "test_capacity.py": 70, "test_ingest_read_json.py": 69, "test_generate.py": 68,
+    "test_definitions.py": 60, "test_capacity_loadtest.py": 57, "test_cost_focus_sample.py": 56,
+    "test_checks_per_day.py": 55, "test_checks.py": 53, "test_report.py": 52, "test_cost.py": 50,
+    "test_whatif.py": 46, "test_demo_fleet.py": 45, "test_lru.py": 38, "test_codex.py": 37, "test_api_pricing.py": 37,
+    "test_otel.py": 33, "test_gpu.py": 30, "test_exports_datasets.py": 27, "test_schedule_sensor.py": 25,
+    "test_cli_messages.py": 25, "test_adapters.py": 24, "test_ingest_billing.py": 20, "test_faults.py": 18,
+    "test_loadtest_vllm.py": 15, "test_errors.py": 13,
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.conftest import failure_text, gateway_dir, materialize, request, rows, write_jsonl
+from tests.conftest import failure_text, gateway_dir, make_home, materialize, request, rows, write_jsonl
 from tokenledger.storage.duck import sql_text
 
 DAY = "2026-11-16"
@@ -151,10 +151,16 @@ def d(text: str) -> Decimal:
     return Decimal(text).quantize(Decimal("1e-12"))
 
 
-@pytest.fixture
-def worked_day(home: Path) -> Path:
+@pytest.fixture(scope="module")
+def worked_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worked day through the cost stage, once for the module (its tests only read it), in a home as the `home`
+    fixture makes it."""
+    home = make_home(tmp_path_factory.mktemp("worked_day") / "home")
     write_day(home)
-    result = materialize(DAY, selection=COST)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENLEDGER_HOME", str(home))
+        mp.setenv("TOKENLEDGER_IDLE_DAYS", "all")
+        result = materialize(DAY, selection=COST)
     assert result.success, failure_text(result)
     return home
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.conftest import failure_text, gateway_dir, lenient, materialize, request, rows, write_jsonl
+from tests.conftest import failure_text, gateway_dir, lenient, make_home, materialize, request, rows, write_jsonl
 
 DAY = "2026-11-16"
 
@@ -115,9 +116,23 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
     assert accepted["rejected"]["e2e_ms"] is None
 
 
-def test_prompt_and_response_text_are_never_stored(home: Path) -> None:
+@pytest.fixture(scope="module")
+def whole_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The hand-made day through the whole job (leniently), once for the module, in a home as the `home` fixture
+    makes it: the text test reads it, then the re-run test runs the day again in place, asserting that this leaves
+    every table's rows as they were (the lake's rows name their raw files by absolute path: a copy elsewhere
+    would not re-run to the same rows)."""
+    home = make_home(tmp_path_factory.mktemp("whole_day") / "home")
     _write_day(home)
-    assert materialize(DAY, run_config=lenient()).success
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENLEDGER_HOME", str(home))
+        mp.setenv("TOKENLEDGER_IDLE_DAYS", "all")
+        assert materialize(DAY, run_config=lenient()).success
+    yield home
+
+
+def test_prompt_and_response_text_are_never_stored(whole_day: Path) -> None:
+    home = whole_day
     for path in (home / "lake").rglob("*.parquet"):
         assert b"SECRET" not in path.read_bytes(), path
     for path in (home / "exports").rglob("*"):
@@ -139,9 +154,10 @@ def _fingerprint(home: Path) -> dict[str, str]:
     return out
 
 
-def test_rerunning_a_day_leaves_every_table_identical(home: Path) -> None:
-    _write_day(home)
-    assert materialize(DAY, run_config=lenient()).success
+def test_rerunning_a_day_leaves_every_table_identical(whole_day: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = whole_day  # the day's first run: the fixture's
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(home))
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "all")
     first = _fingerprint(home)
     assert materialize(DAY, run_config=lenient()).success
     assert _fingerprint(home) == first

@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.conftest import SLO_YAML, request, write_jsonl
+from tests.conftest import SLO_YAML, make_home, request, write_jsonl
 from tokenledger.capacity.loadtest import loadtest_results
 from tokenledger.config import load_config
 from tokenledger.errors import LedgerError
@@ -137,9 +137,12 @@ def _measure(home: Path, scratch: Path | None = None) -> dict[str, dict[str, Any
         return {r["run_id"]: r for r in loadtest_results(con, layout, scratch)}
 
 
-@pytest.fixture
-def measured(home: Path, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], Path]:
-    """The vLLM sweep and its canonical twin in one home, measured once; and the scratch folder they were staged in."""
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, Any]], Path]:
+    """The vLLM sweep and its canonical twin in one home, measured once for the module (its tests only read the
+    figures and the staged files); and the scratch folder they were staged in."""
+    tmp_path = tmp_path_factory.mktemp("measured")
+    home = make_home(tmp_path / "home")
     _write_bench(home)
     canonical = home / "raw" / "loadtest" / "canonical"
     write_jsonl(canonical / "requests.jsonl", _canonical_requests())

@@ -14,12 +14,14 @@ import hashlib
 import io
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import gateway_dir, request, write_jsonl
+from tests.conftest import gateway_dir, make_home, request, write_jsonl
 from tokenledger.cli import dagster_home_of, main
 from tokenledger.faults import VARIABLE as FAILPOINT
 from tokenledger.storage.layout import HomeLayout
@@ -41,8 +43,7 @@ PRICES = """\
 """
 
 
-@pytest.fixture
-def api_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _api_only(home: Path) -> Path:
     """The conftest home with claude-api alone, no bill, and six untimed requests on each of DAYS."""
     (home / "config" / "deployments.yaml").write_text(API_ONLY)
     costs = home / "config" / "costs.yaml"
@@ -52,10 +53,43 @@ def api_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             request(f"{day}-{i}", received_at=f"{day}T1{i}:00:00Z", model="claude", deployment_id="claude-api",
                     ttft_ms=..., e2e_ms=..., queue_ms=..., itl_max_ms=..., latency_measured=False)
             for i in range(6)])
+    return home
+
+
+@pytest.fixture
+def api_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The API-only home, nothing run yet."""
+    _api_only(home)
     monkeypatch.delenv("TOKENLEDGER_IDLE_DAYS")
     # tokenledger run points DAGSTER_HOME at the home's instance; the fixture puts it back after the test.
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
     return home
+
+
+@pytest.fixture(scope="module")
+def first_day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int, str]]:
+    """The API-only home after `tokenledger run` of DAYS[0], its first run, once for the module: the home, the exit
+    code and what the command printed. A test that runs more in it works on its own copy (`_copy_of`)."""
+    home = _api_only(make_home(tmp_path_factory.mktemp("first_day") / "home"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("TOKENLEDGER_IDLE_DAYS", raising=False)
+        for name in ("TOKENLEDGER_HOME", "DAGSTER_HOME"):  # main() points them at the home: restored after
+            mp.setenv(name, os.environ.get(name, ""))
+        code, printed = _run(home, DAYS[0])
+    yield home, code, printed
+
+
+def _copy_of(first_day: tuple[Path, int, str], to: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the published first day (its symlinks, relative inside the home, kept as they are) as the test's
+    own home, with TOKENLEDGER_HOME and DAGSTER_HOME put back after the test."""
+    home, code, printed = first_day
+    assert code == 0, printed
+    copy = to / "home"
+    shutil.copytree(home, copy, symlinks=True, ignore=shutil.ignore_patterns("tmp"))
+    monkeypatch.delenv("TOKENLEDGER_IDLE_DAYS", raising=False)
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(copy))
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(copy)))
+    return copy
 
 
 def _run(home: Path, start: str, end: str | None = None, **env: str) -> tuple[int, str]:
@@ -85,8 +119,8 @@ def _seen(home: Path) -> dict[str, str]:
     return seen
 
 
-def test_an_api_only_day_without_a_bill_publishes_with_its_review(api_home: Path) -> None:
-    code, printed = _run(api_home, DAYS[0])
+def test_an_api_only_day_without_a_bill_publishes_with_its_review(first_day) -> None:
+    api_home, code, printed = first_day
     assert code == 0, printed
     layout = HomeLayout.of(api_home)
     manifest = json.loads((layout.exports / "_manifests" / f"day={DAYS[0]}.json").read_text())
@@ -138,10 +172,11 @@ def _run_sql(home: Path, query: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_a_step_failing_after_the_tables_are_built_leaves_what_readers_see_as_it_was(api_home: Path) -> None:
+def test_a_step_failing_after_the_tables_are_built_leaves_what_readers_see_as_it_was(
+        first_day, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's promise: a failed run leaves what readers see as it was. The review fails (as a bug would,
     with an exception) after every table of the day is built; the day before stays published, byte for byte."""
-    assert _run(api_home, DAYS[0])[0] == 0
+    api_home = _copy_of(first_day, tmp_path, monkeypatch)  # DAYS[0] published by `tokenledger run`
     before = _seen(api_home)
     lake = api_home / "lake" / "finance" / "cost_per_mtok_daily" / f"day={DAYS[1]}" / "data.parquet"
 
