@@ -303,10 +303,15 @@ def test_a_run_whose_lock_is_revoked_mid_run_cannot_publish(postgres: Server, tm
     restarts); then a later run takes and publishes the day. The paused run must publish nothing when resumed, and
     say why; the day is the later run's, under generation 2."""
     import time
+    from datetime import date
 
     import psycopg2
 
+    from tokenledger.storage.housekeeping import advisory_key
+    from tokenledger.storage.layout import HomeLayout
+
     home = _home(tmp_path / "home")
+    key = advisory_key(HomeLayout.of(home), date.fromisoformat(DAY))  # the session's cluster serves other tests too
     release = tmp_path / "release"
     env = {**os.environ, POSTGRES_URL_ENV: postgres.url(), "TOKENLEDGER_IDLE_DAYS": "all",
            "TOKENLEDGER_HOME": str(home), "DAGSTER_HOME": str(home / ".dagster")}
@@ -322,7 +327,8 @@ def test_a_run_whose_lock_is_revoked_mid_run_cannot_publish(postgres: Server, tm
                                                  port=postgres.port, dbname=DATABASE)) as conn:
             conn.autocommit = True
             with conn.cursor() as cur:
-                cur.execute("SELECT generation, pg_terminate_backend(holder_pid) FROM tokenledger_day_leases")
+                cur.execute("SELECT generation, pg_terminate_backend(holder_pid) FROM tokenledger_day_leases "
+                            "WHERE lock_key = %s", (key,))
                 assert cur.fetchall() == [(1, True)]
         later = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert later.returncode == 0, later.stdout + later.stderr
@@ -341,7 +347,7 @@ def test_a_run_whose_lock_is_revoked_mid_run_cannot_publish(postgres: Server, tm
     assert _published(home) == published  # the later run's day, untouched
     with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=postgres.port,
                                              dbname=DATABASE)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT generation FROM tokenledger_day_leases")
+        cur.execute("SELECT generation FROM tokenledger_day_leases WHERE lock_key = %s", (key,))
         assert cur.fetchall() == [(2,)]
     generations = json.loads(next((home / ".published").glob("v*/.generations.json")).read_text())
     assert generations == {DAY: 2}
@@ -353,7 +359,7 @@ def test_a_run_whose_lock_session_ended_cannot_publish_even_if_no_one_took_the_d
 
     import psycopg2
 
-    from tokenledger.storage.housekeeping import LostHold, day_locks, verify_hold
+    from tokenledger.storage.housekeeping import LostHold, advisory_key, day_locks, verify_hold
     from tokenledger.storage.layout import HomeLayout
 
     monkeypatch.setenv(POSTGRES_URL_ENV, postgres.url())
@@ -366,6 +372,6 @@ def test_a_run_whose_lock_session_ended_cannot_publish_even_if_no_one_took_the_d
             conn.autocommit = True
             with conn.cursor() as cur:
                 cur.execute("SELECT pg_terminate_backend(holder_pid) FROM tokenledger_day_leases "
-                            "WHERE generation = 5")
+                            "WHERE lock_key = %s", (advisory_key(layout, date(2026, 11, 20)),))
         with pytest.raises(LostHold, match="the database session holding its lock ended"):
             verify_hold(layout, held)
