@@ -26,6 +26,9 @@ from pathlib import Path
 # failure and its days' submission one by one, or between two commands' submissions.
 IDLE_S = 30.0
 POLL_S = 2.0
+# How long the daemon keeps going while its instance's storage does not answer (a Postgres failover takes well under
+# this): after that it stops, as nothing can be run without it, and the next command starts a fresh one.
+UNREACHABLE_S = 300.0
 UNFINISHED = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
 
 
@@ -35,12 +38,11 @@ def unfinished_runs(instance) -> int:
     return instance.get_runs_count(RunsFilter(statuses=[DagsterRunStatus[s] for s in UNFINISHED]))
 
 
-def serve(workspace: Path, idle_s: float = IDLE_S) -> int:
-    """Run the daemon until the instance has been idle for `idle_s`; its exit code."""
+def serve(workspace: Path, idle_s: float = IDLE_S, unreachable_s: float = UNREACHABLE_S) -> int:
+    """Run the daemon until the instance has been idle for `idle_s`, or its storage has not answered for
+    `unreachable_s`; its exit code."""
     from dagster import DagsterInstance
 
-    process = subprocess.Popen([sys.executable, "-m", "dagster._daemon", "run", "--log-level", "warning",
-                                "-w", str(workspace)], stdin=subprocess.DEVNULL)
     stopping = False
 
     def stop(_signum=None, _frame=None) -> None:
@@ -49,21 +51,37 @@ def serve(workspace: Path, idle_s: float = IDLE_S) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # The instance first: one whose storage cannot be opened fails here, before a daemon is started that nothing
+    # would stop.
     with DagsterInstance.get() as instance:
+        process = subprocess.Popen([sys.executable, "-m", "dagster._daemon", "run", "--log-level", "warning",
+                                    "-w", str(workspace)], stdin=subprocess.DEVNULL)
         idle_since: float | None = None
+        unanswered_since: float | None = None
+        grace_s = 120.0  # for the runs the code server launched to finish
         while process.poll() is None and not stopping:
             time.sleep(POLL_S)
             try:
                 busy = unfinished_runs(instance) > 0
-            except Exception:  # noqa: BLE001 - the instance's storage hiccuped: look again, never stop on it
+                unanswered_since = None
+            except Exception as exc:  # noqa: BLE001 - the instance's storage hiccuped: look again, unless it is gone
                 busy = True
+                unanswered_since = unanswered_since or time.monotonic()
+                if time.monotonic() - unanswered_since >= unreachable_s:
+                    while exc.__cause__ is not None:  # the driver's own words ("database ... does not exist")
+                        exc = exc.__cause__
+                    print(f"tokenledger daemon: the instance's storage has not answered for {unreachable_s:.0f} s "
+                          f"({' '.join(str(exc).split())[:300]}): stopping; the next command starts a daemon again",
+                          file=sys.stderr, flush=True)
+                    grace_s = 10.0  # nothing can end gracefully without the storage
+                    break
             idle_since = None if busy else (idle_since or time.monotonic())
             if idle_since is not None and time.monotonic() - idle_since >= idle_s:
                 break
         if process.poll() is None:
             process.terminate()
             try:
-                process.wait(120)
+                process.wait(grace_s)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -77,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenledger.pipelines.daemon", description=__doc__.split("\n")[0])
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument("--idle-s", type=float, default=IDLE_S)
+    parser.add_argument("--unreachable-s", type=float, default=UNREACHABLE_S)
     args = parser.parse_args(argv)
-    return serve(args.workspace, args.idle_s)
+    return serve(args.workspace, args.idle_s, args.unreachable_s)
 
 
 if __name__ == "__main__":

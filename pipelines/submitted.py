@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -124,9 +123,12 @@ class QueueDaemon:
                                  + " / ".join(line.strip() for line in said) + f"; all of it in {self.log_file}): "
                                  "fix what it says, or run without --parallel")
 
-    def stop(self, grace_s: float = 150.0) -> None:
+    def stop(self, grace_s: float = 20.0) -> None:
         """Stop the daemon this command started, when the instance has no unfinished run left (another command's
-        would still need it: it then stops by itself once they are done)."""
+        would still need it: it then stops by itself once they are done). The command waits `grace_s` for it, no
+        longer: a daemon still stopping then (its code server waits for the processes of the runs it launched to
+        exit) finishes by itself, killing its Dagster daemon after pipelines/daemon.py's grace, and wipes its
+        heartbeats; a command starting meanwhile starts a fresh one once they are wiped."""
         if self.process is None:
             return
         process, self.process = self.process, None
@@ -145,11 +147,8 @@ class QueueDaemon:
         try:
             process.wait(grace_s)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            with contextlib.suppress(Exception):
-                self.instance.wipe_daemon_heartbeats()
+            self.log(f"the Dagster daemon is still stopping after {grace_s:.0f} s (the processes of its runs are "
+                     f"ending); it stops by itself, its log is {self.log_file}")
 
 
 @contextmanager

@@ -157,6 +157,8 @@ def test_the_fan_out_s_shares_cores_and_ratios_worked_out_by_hand():
     assert fanout_ratios(one, many) == {"speedup": 1.5, "contention": 1.05, "restart": 1.15, "startup_s": 5.0,
                                         "fixed_bound": 1.6, "fixed_bound_s": 75.0, "runs_ratio": 1.1, "cpu_ratio": 1.2,
                                         "imbalance": 1.07, "on_cpu": 0.92}
+    # The speed-up kept to 3 decimals, so that one just under a target is not rounded up to it: 151.68 / 84.4.
+    assert fanout_ratios({**one, "wall_s": 151.68}, {**many, "wall_s": 84.4})["speedup"] == 1.797
     # Contention beyond the second run's difference (a busy host): no start-up is seen, never a negative one.
     busy = {**many, "worker": [{"wall_s": 80.0, "run_list": runs(("a", 100.0))},
                                {"wall_s": 70.0, "run_list": runs(("b", 60.0))}]}

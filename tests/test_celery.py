@@ -44,6 +44,7 @@ from tokenledger.pipelines.executors import (
     keep_visible,
 )
 from tokenledger.pipelines.resources import HELD_TAG, HOME_TAG
+from tokenledger.pipelines.submitted import DAEMON_LOG
 
 from tests.conftest import PROJECT_ROOT
 from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
@@ -450,7 +451,19 @@ def test_a_broker_lost_mid_run_fails_the_run_naming_it_and_publishes_nothing(gen
                     time.sleep(0.2)
                 started.__exit__(None, None, None)  # the broker gone in the middle of the run's first step
                 stopped, lost = True, time.monotonic()
-                assert command.wait(120) == 1, (tmp_path / "run.log").read_text()
+                try:
+                    assert command.wait(120) == 1, (tmp_path / "run.log").read_text()
+                except subprocess.TimeoutExpired:
+                    daemon_log = home / ".dagster" / DAEMON_LOG
+                    processes = subprocess.run(["ps", "-eo", "pid,ppid,etime,args", "--forest"], text=True,
+                                               capture_output=True).stdout
+                    pytest.fail("the command did not end within 120 s of the broker's loss; it said:\n"
+                                + (tmp_path / "run.log").read_text() + "\nthe worker said:\n"
+                                + (logs / f"{worker}.log").read_text(errors="replace")[-4000:]
+                                + "\nthe daemon said:\n"
+                                + (daemon_log.read_text(errors="replace")[-4000:] if daemon_log.exists() else "")
+                                + "\nprocesses:\n" + "\n".join(line[:200] for line in processes.splitlines()
+                                                              if "python" in line or "redis" in line))
                 failed_within = time.monotonic() - lost
             finally:
                 if command.poll() is None:

@@ -8,7 +8,13 @@ import sys
 
 import dagster as dg
 import pytest
-from tokenledger.pipelines.executors import broker_lost, broker_shown, celery_settings, executor_from_env
+from tokenledger.pipelines.executors import (
+    HeldRunExecutor,
+    broker_lost,
+    broker_shown,
+    celery_settings,
+    executor_from_env,
+)
 
 from tokenledger.errors import ConfigError
 
@@ -59,8 +65,8 @@ def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_ste
     monkeypatch.setenv("TOKENLEDGER_CELERY_BROKER", url)
     monkeypatch.setenv("TOKENLEDGER_CELERY_VISIBILITY_TIMEOUT", "600")
     run_config = executor_from_env({**os.environ, "TOKENLEDGER_EXECUTOR": "celery"}).apply_config_mapping({})
-    run_app = make_app(CeleryExecutor.for_cli(broker=url, config_source=run_config.value["config"]["config_source"])
-                       .app_args())
+    run_app = make_app(HeldRunExecutor(CeleryExecutor.for_cli(
+        broker=url, backend=url, config_source=run_config.value["config"]["config_source"])).app_args())
     monkeypatch.delitem(sys.modules, "tokenledger.pipelines.celery_app", raising=False)
     from tokenledger.pipelines.celery_app import app as worker_app
 
@@ -71,6 +77,16 @@ def test_celery_runs_and_workers_share_the_settings_that_give_a_dead_workers_ste
         assert conf.broker_transport_options == {"max_retries": 3, "interval_start": 0, "interval_step": 0.2,
                                                  "interval_max": 0.5, "visibility_timeout": 600,
                                                  "unacked_restore_throttle": 1}
+    # Only the run's orchestrating process gives up on a lost Redis result backend (TOKENLEDGER_CELERY_BACKEND) after
+    # two retries a second apart, instead of Celery's 20 for each step result pending when the run fails; a worker
+    # keeps Celery's 20, to ride out a restart of the backend.
+    assert run_app.backend.retry_policy == {"max_retries": 2, "interval_start": 0, "interval_step": 1,
+                                            "interval_max": 1}
+    monkeypatch.setenv("TOKENLEDGER_CELERY_BACKEND", url)
+    monkeypatch.delitem(sys.modules, "tokenledger.pipelines.celery_app", raising=False)
+    from tokenledger.pipelines.celery_app import app as worker_app
+
+    assert worker_app.backend.retry_policy["max_retries"] == 20
     # A dead worker's step found within 2 minutes when unset (a live worker's heartbeat renews its task every 10 s).
     assert celery_settings({})["broker_transport_options"]["visibility_timeout"] == 60
     for bad in ("0", "-5", "1h", "2.5"):

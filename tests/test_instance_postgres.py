@@ -14,10 +14,13 @@ import io
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +96,38 @@ def postgres() -> Iterator[Server]:
             subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
                            capture_output=True, cwd=folder)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def database(server: Server, prefix: str = "production") -> Iterator[str]:
+    """A database of its own on the Postgres cluster (other tests' runs are not this one's), its URL; dropped after
+    (its sessions ended) unless the test dropped it."""
+    import psycopg2
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+    def execute(statement: str) -> None:
+        with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=server.port,
+                                                 dbname="postgres")) as conn:
+            conn.autocommit = True
+            conn.cursor().execute(statement)
+
+    execute(f"CREATE DATABASE {name}")
+    try:
+        yield server.url(database=name)
+    finally:
+        execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def drop_database(server: Server, url: str) -> None:
+    """Drop the database of `url` at once, ending its sessions: an instance whose storage is gone for good."""
+    import psycopg2
+
+    name = url.rsplit("/", 1)[1]
+    with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=server.port,
+                                             dbname="postgres")) as conn:
+        conn.autocommit = True
+        conn.cursor().execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def _user_exists(name: str) -> bool:
@@ -375,3 +410,46 @@ def test_a_run_whose_lock_session_ended_cannot_publish_even_if_no_one_took_the_d
                             "WHERE lock_key = %s", (advisory_key(layout, date(2026, 11, 20)),))
         with pytest.raises(LostHold, match="the database session holding its lock ended"):
             verify_hold(layout, held)
+
+
+@pytest.mark.distributed  # a real Dagster daemon: make test-distributed
+def test_a_daemon_whose_instance_database_is_gone_stops_by_itself(postgres: Server, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon a command starts outlives it only while its instance answers: with the instance's database gone
+    for good, it stops once its storage has not answered for --unreachable-s, saying why, and its Dagster daemon with
+    it (instead of waiting forever for runs it can no longer see)."""
+    from dagster import DagsterInstance
+    from tokenledger.pipelines.daemon import UNREACHABLE_S
+    from tokenledger.pipelines.instance import prepare_instance, workspace_file
+    from tokenledger.pipelines.submitted import daemon_alive
+
+    from tests.daemons import daemons
+
+    assert UNREACHABLE_S == 300  # the default: a failover of the server takes less
+    with database(postgres, "daemon") as url:
+        monkeypatch.setenv(POSTGRES_URL_ENV, url)
+        monkeypatch.setenv("PGCONNECT_TIMEOUT", "5")
+        dagster_home = tmp_path / "home" / ".dagster"
+        dagster_home.mkdir(parents=True)
+        prepare_instance(dagster_home)
+        env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "TOKENLEDGER_HOME": str(tmp_path / "home")}
+        daemon = subprocess.Popen([sys.executable, "-m", "tokenledger.pipelines.daemon", "--workspace",
+                                   str(workspace_file(dagster_home)), "--idle-s", "3600", "--unreachable-s", "4"],
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            with DagsterInstance.from_config(str(dagster_home)) as instance:
+                for _ in range(600):  # its Dagster daemon up, its heartbeats sent (within two minutes)
+                    if daemon_alive(instance) or daemon.poll() is not None:
+                        break
+                    time.sleep(0.2)
+                assert daemon_alive(instance) and daemon.poll() is None and daemons(tmp_path) == 1
+            drop_database(postgres, url)
+            said = daemon.communicate(timeout=120)[1]
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+    assert re.search(r"^tokenledger daemon: the instance's storage has not answered for 4 s \(.*database "
+                     r"\"daemon_[0-9a-f]{8}\" does not exist.*\): stopping; the next command starts a daemon again$",
+                     said, re.M), said[-3000:]
+    assert daemons(tmp_path) == 0

@@ -15,13 +15,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from datetime import date
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.daemons import watch_daemons
 from tokenledger.catalog import PUBLISHED_TABLES, WHOLE_TABLES
 
 pytestmark = pytest.mark.distributed
@@ -171,34 +171,6 @@ def test_a_run_worker_killed_mid_publish_leaves_the_published_days_and_fails_onl
     assert published(home) == tables
 
 
-def daemons(home: Path) -> int:
-    """Dagster daemons of the home's instance alive on this machine (`python -m dagster._daemon run -w
-    <home>/.dagster/workspace.yaml`)."""
-    found = subprocess.run(["pgrep", "-f", f"dagster._daemon run .*-w {home}/.dagster/workspace.yaml"],
-                           capture_output=True, text=True)
-    return len(found.stdout.split())
-
-
-def watch_daemons(home: Path, commands: list[subprocess.Popen]) -> list[str]:
-    """Each command's output, read while counting the daemons alive (at most one at any look, asserted)."""
-    import threading
-
-    outputs: list[str] = [""] * len(commands)
-
-    def read(i: int) -> None:
-        outputs[i] = commands[i].communicate(timeout=900)[0]
-
-    readers = [threading.Thread(target=read, args=(i,)) for i in range(len(commands))]
-    for reader in readers:
-        reader.start()
-    seen = set()
-    while any(reader.is_alive() for reader in readers):
-        seen.add(daemons(home))
-        time.sleep(0.5)
-    assert max(seen) == 1, (seen, outputs)
-    return outputs
-
-
 def test_two_overlapping_backfills_at_once_run_and_publish_each_day_once(generated: Path, tmp_path: Path) -> None:
     alone, home = copy_of(generated, tmp_path, "alone"), copy_of(generated, tmp_path, "both")
     assert tokenledger("run", "--home", str(alone), "--start", START, "--end", END).returncode == 0
@@ -208,7 +180,8 @@ def test_two_overlapping_backfills_at_once_run_and_publish_each_day_once(generat
                                   first, "--end", last, "--parallel", "2", "--days-per-run", "1"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 for first, last in ((START, "2026-11-04"), ("2026-11-03", END))]
-    outputs = watch_daemons(home, commands)
+    outputs, seen = watch_daemons(home, commands)
+    assert max(seen) == 1, (seen, outputs)
     assert [c.returncode for c in commands] == [0, 0], outputs
     runs = runs_of(home)
     assert sorted(r["days"] for r in runs) == ["2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"]

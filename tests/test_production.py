@@ -10,16 +10,11 @@ days whose run published it. These start servers, daemons and workers: `make tes
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
 import sys
-import threading
-import time
-import uuid
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -27,10 +22,11 @@ import pytest
 from tokenledger.pipelines.executors import BROKER_ENV, EXECUTOR_ENV
 from tokenledger.pipelines.instance import POSTGRES_URL_ENV
 
+from tests.daemons import watch_daemons
 from tests.redisserver import RedisServer, redis_server_fixture  # noqa: F401  (the fixture `redis_server`)
 from tests.s3server import S3Server, s3_server_fixture  # noqa: F401  (the fixture `s3_server`)
 from tests.test_celery import celery_workers
-from tests.test_instance_postgres import Server, postgres  # noqa: F401  (the fixture `postgres`)
+from tests.test_instance_postgres import Server, database, postgres  # noqa: F401  (the fixture `postgres`)
 from tests.test_remote_home import Bucket, rows
 
 pytestmark = pytest.mark.distributed
@@ -56,27 +52,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert done.returncode == 0, done.stdout + done.stderr
     with duckdb.connect() as con:
         return rows(con, str(home / "exports"))
-
-
-@contextlib.contextmanager
-def database(server: Server) -> Iterator[str]:
-    """A database of its own on the Postgres cluster (other tests' runs are not this one's), its URL."""
-    import psycopg2
-
-    from tests.test_instance_postgres import PASSWORD, USER
-
-    name = f"production_{uuid.uuid4().hex[:8]}"
-    with contextlib.closing(psycopg2.connect(user=USER, password=PASSWORD, host="127.0.0.1", port=server.port,
-                                             dbname="postgres")) as conn:
-        conn.autocommit = True
-        conn.cursor().execute(f"CREATE DATABASE {name}")
-    yield server.url(database=name)
-
-
-def daemons(root: Path) -> int:
-    """Dagster daemons alive whose workspace file is under `root` (any of the test's work folders)."""
-    found = subprocess.run(["pgrep", "-f", f"dagster._daemon run .*-w {root}/"], capture_output=True, text=True)
-    return len(found.stdout.split())
 
 
 def commits_per_day(home: Bucket) -> dict[str, int]:
@@ -114,27 +89,19 @@ def test_celery_workers_a_bucket_and_postgres_publish_what_one_process_does_and_
             assert commits_per_day(home) == dict.fromkeys(DAYS, 1)
 
             # Two commands from two machines, over 11-02...11-05 and 11-04...11-07 at once.
-            commands = {
-                machine: subprocess.Popen(
+            machines = ("host-1", "host-2")
+            commands = [
+                subprocess.Popen(
                     [sys.executable, "-m", "tokenledger.cli", "run", "--home", home.url, "--start", first, "--end",
                      last, "--parallel", "2", "--days-per-run", "1"], stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, env={**os.environ, **on(machine)})
-                for machine, first, last in (("host-1", START, "2026-11-05"), ("host-2", "2026-11-04", END))}
-            outputs: dict[str, str] = {}
-            readers = [threading.Thread(target=lambda m=m, c=c: outputs.__setitem__(m, c.communicate(timeout=900)[0]))
-                       for m, c in commands.items()]
-            for reader in readers:
-                reader.start()
-            seen = set()
-            while any(reader.is_alive() for reader in readers):
-                seen.add(daemons(tmp_path))
-                time.sleep(0.5)
-            for reader in readers:
-                reader.join()
+                for machine, first, last in zip(machines, (START, "2026-11-04"), ("2026-11-05", END), strict=True)]
+            said, seen = watch_daemons(tmp_path, commands)
+            outputs = dict(zip(machines, said, strict=True))
         for machine, out in outputs.items():  # kept beside the work folders, for reading after a failure
             (tmp_path / f"{machine}.out").write_text(out)
         assert max(seen) == 1, (seen, outputs)
-        assert [c.returncode for c in commands.values()] == [0, 0], outputs
+        assert [c.returncode for c in commands] == [0, 0], outputs
         # Each day of both ranges run once more (one run a day), committed once more.
         assert commits_per_day(home) == dict.fromkeys(DAYS, 2)
         submitted = {m: set(re.findall(r"^(\S+)  submitted as run", out, re.M)) for m, out in outputs.items()}
