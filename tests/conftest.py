@@ -130,7 +130,7 @@ versions:
 # the longest go first and the short ones fill in at the end, so neither worker is left running a long module alone.
 # A slow module missing here goes last and can leave one worker running it alone while the other idles.
 SLOW_MODULES = {
-    "test_operations.py": 320, "test_capacity_week.py": 240, "test_cli_ui.py": 200, "test_publish_review.py": 200,
+    "test_operations.py": 320, "test_capacity_week.py": 240, "test_publish_review.py": 200,
     "test_instance_postgres.py": 190, "test_faults_operations.py": 165, "test_week.py": 150,
     "test_ingest_gateway.py": 130, "test_accounting.py": 120, "test_focus_export.py": 115,
     "test_api_deployments.py": 95, "test_pipeline_generated.py": 87, "test_loadtest.py": 85,

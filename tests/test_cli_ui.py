@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT, make_home
 
+# `dagster dev` started for real (its webserver, daemon and code server): make test-distributed.
+pytestmark = pytest.mark.distributed
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import warnings
@@ -315,7 +316,8 @@ def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
         busiest = max(sorted(days), key=days.get)
         spread = (f" from {min(days)} to {max(days)}" if len(days) > 1 else f" on {busiest}") + (
             f", most on {busiest} ({days[busiest]})" if len(days) > 1 and days[busiest] > 1 else "")
-    where = (f'tokenledger sql --home {home} "SELECT * FROM quality.quarantine"' if "quarantine" in check
+    where = (f'tokenledger sql --home {shlex.quote(str(home))} "SELECT * FROM quality.quarantine"'
+             if "quarantine" in check
              else "the check in the Dagster UI (tokenledger ui) or tokenledger run --verbose")
     advice = f" {advice.strip()}" if advice.strip() else ""
     return (f"{check}: {what + ': ' if what else ''}{len(entries) + more} entries{spread}; the first: {first}."
@@ -377,9 +379,9 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             state = "balanced" if balanced else "NOT BALANCED"
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
                   f"+ {merged:>6,} merged + {skipped:>6,} skipped   {state}")
-    print(f"\nQuery them: tokenledger sql --home {layout.name} \"SELECT * FROM quality.quarantine\" (or in Python, "
-          f"tokenledger.publish.warehouse.connect('{layout.name}')). The Dagster UI: "
-          f"tokenledger ui --home {layout.name}")
+    home = shlex.quote(layout.name)  # pasted into a shell as it is, a space or a quote in it too
+    print(f"\nQuery them: tokenledger sql --home {home} \"SELECT * FROM quality.quarantine\" (or in Python, "
+          f"tokenledger.publish.warehouse.connect({layout.name!r})). The Dagster UI: tokenledger ui --home {home}")
 
 
 def _check_range(start: date, end: date, end_given: bool = True) -> None:
@@ -549,10 +551,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
         layout.home.mkdir(parents=True, exist_ok=True)
         if not pull_published(layout):  # connect() pulls the core tables too
             raise LedgerError(f"{layout.remote.url} has published nothing yet: run a day first (tokenledger run "
-                              f"--home {layout.remote.url} --start YYYY-MM-DD).")
+                              f"--home {shlex.quote(layout.remote.url)} --start YYYY-MM-DD).")
     elif not layout.warehouse.exists():
         raise LedgerError(f"{layout.warehouse} does not exist yet: run a day first (tokenledger run --home "
-                          f"{layout.home} --start YYYY-MM-DD).")
+                          f"{shlex.quote(str(layout.home))} --start YYYY-MM-DD).")
     with connect(layout) as con:
         try:
             relation = con.sql(args.query)

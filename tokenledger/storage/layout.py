@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date
@@ -122,8 +123,8 @@ class HomeLayout:
         if not self.home.is_dir():
             raise ConfigError(
                 f"tokenledger home {self.home} does not exist. Create a landing zone there "
-                f"(`tokenledger generate --home {self.home} ...` writes a sample one) or point TOKENLEDGER_HOME "
-                "at an existing home."
+                f"(`tokenledger generate --home {shlex.quote(str(self.home))} ...` writes a sample one) or point "
+                "TOKENLEDGER_HOME at an existing home."
             )
         for name in ("deployments.yaml", "slo.yaml", "costs.yaml"):
             if not (self.config / name).is_file():

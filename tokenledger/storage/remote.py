@@ -35,6 +35,10 @@ from tokenledger.errors import ConfigError, EnvironmentProblem
 from tokenledger.storage import atomic
 
 SCHEMES = ("s3",)
+# S3's rules for a bucket's name (general purpose buckets), and the characters it advises against in a key, with the
+# glob characters DuckDB and pyarrow expand in a path.
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+KEY_UNSAFE = frozenset('\\{}^%`[]"<>~#|*?' + "'")
 WORK_DIR_ENV = "TOKENLEDGER_WORK_DIR"
 TRANSFER_THREADS = 8
 # TOKENLEDGER_S3_TIMEOUT_S: how long one request to the object store may go unanswered, its retries included, before
@@ -88,11 +92,32 @@ class RemoteHome:
 
     @classmethod
     def parse(cls, url: str) -> RemoteHome:
-        match = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]+)/?(.*)$", url)
+        """The bucket and prefix of `url`, checked as S3 names them (a ConfigError naming the part and the rule
+        otherwise): a bucket name of 3-63 lowercase letters, digits, dots and hyphens; a prefix of segments that are
+        neither empty, `.` nor `..` (S3 keeps them as they are: `x/../y` would be a folder named `..`, not `y`), with
+        none of the characters S3 advises against in keys nor the `*`, `?` and `[` a reader expands as a glob."""
+        match = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]*)/?(.*)$", url)
         if not match or match.group(1).lower() not in SCHEMES:
             raise ConfigError(f"TOKENLEDGER_HOME={url!r}: a home is a local folder or s3://bucket/prefix (any S3 "
                               "API; set AWS_ENDPOINT_URL for one that is not AWS)")
-        return cls(url.rstrip("/"), match.group(2), match.group(3).strip("/"))
+        bucket, prefix = match.group(2), match.group(3).rstrip("/")
+        if not BUCKET_NAME.fullmatch(bucket) or ".." in bucket:
+            raise ConfigError(f"TOKENLEDGER_HOME={url!r}: {bucket!r} is not a bucket name (3 to 63 lowercase letters, "
+                              "digits, dots and hyphens, starting and ending with a letter or digit): give the "
+                              "bucket's name as S3 lists it, s3://bucket/prefix")
+        for segment in prefix.split("/") if prefix else []:
+            if segment in ("", ".", ".."):
+                raise ConfigError(f"TOKENLEDGER_HOME={url!r}: the prefix {prefix!r} has "
+                                  + ("an empty segment (//)" if not segment else f"a {segment!r} segment")
+                                  + ", which S3 keeps as a folder of that name: write the prefix as the folders it "
+                                  "names, e.g. s3://" + bucket + "/" + "/".join(
+                                      part for part in prefix.split("/") if part not in ("", ".", "..")))
+            if bad := sorted({c for c in segment if c in KEY_UNSAFE or ord(c) < 32 or ord(c) == 127}):
+                shown = ", ".join(repr(c) for c in bad)
+                raise ConfigError(f"TOKENLEDGER_HOME={url!r}: the prefix {prefix!r} holds {shown}, which S3 keys "
+                                  "should not (or a reader would take as a pattern): use letters, digits and "
+                                  "- _ . / in the prefix")
+        return cls(f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}", bucket, prefix)
 
     def key(self, relative: str) -> str:
         return f"{self.prefix}/{relative}" if self.prefix else relative
