@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import COSTS_YAML, DEPLOYMENTS_YAML, SLO_YAML, failure_text, gateway_dir, lenient, request
-from tokenledger.config import MAX_EXPANDED_NODES, load_config
+from tokenledger.config import MAX_CONFIG_BYTES, MAX_EXPANDED_NODES, load_config
 from tokenledger.errors import ConfigError, InputFileError
 from tokenledger.ingest.landing import landing_files
 from tokenledger.ingest.lines import MAX_LINE_BYTES
@@ -489,6 +489,9 @@ def _bomb() -> str:
 CONFIG_FAULTS = {
     # kind: (file, text or bytes, phrases the message must hold)
     "alias bomb": ("deployments.yaml", _bomb(), [f"more than {MAX_EXPANDED_NODES:,} nodes", "refused unread"]),
+    # The size bound before anything is parsed (issue 56: 10 MB of small mappings hung the parser).
+    "over the size bound": ("costs.yaml", b"versions:\n" + b"  - {a: 1}\n" * (MAX_CONFIG_BYTES // 11 + 1),
+                            [f"is over {MAX_CONFIG_BYTES:,} bytes", "refused unread"]),
     "alias that contains itself": ("slo.yaml", "versions: &v [*v]\n", ["an alias refers to a node that contains"]),
     "key written twice": ("costs.yaml", "versions:\n  - price_version: a\n    price_version: b\n",
                           ["key 'price_version' appears twice", "lines 2 and 3"]),
@@ -511,6 +514,24 @@ def test_a_broken_config_file_stops_the_run_with_its_line(kind: str, tmp_path: P
         load_config(con, layout)
     message = str(raised.value)
     assert str(path) in message and all(p in message for p in phrases), message
+
+
+def test_a_config_of_more_nodes_than_the_bound_stops_where_it_passes_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node bound applies while the file is read, not after it is built: the message names the line where it
+    was passed (the bound lowered to 1,000 here, so that the test reads a small file: 1 for the file's mapping, 2 for
+    `versions` and its list, then 3 a line, so the 1,001st node is on line 334)."""
+    from tokenledger.config import source
+
+    monkeypatch.setattr(source, "MAX_EXPANDED_NODES", 1_000)
+    layout, _ = _fatal_home(tmp_path)
+    path = layout.config / "costs.yaml"
+    path.write_text("versions:\n" + "".join(f"  - {{a: {i}}}\n" for i in range(5_000)))
+    with pytest.raises(ConfigError) as raised, duckdb.connect() as con:
+        load_config(con, layout)
+    assert str(raised.value) == (
+        f"{path}: more than 1,000 YAML nodes by line 334 (a configuration has a few thousand at most), so it is "
+        "refused unread: keep only the entries tokenledger reads in it, then re-run.")
 
 
 def test_merge_keys_still_work_within_the_bound(tmp_path: Path) -> None:

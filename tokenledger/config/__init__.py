@@ -31,7 +31,7 @@ from tokenledger.config.flatten import (
 from tokenledger.config.messages import _check_keys, _require_list, _require_mapping
 from tokenledger.config.models import DEFAULT_BUDGET_ACCESSES, DEFAULT_MODEL
 from tokenledger.config.prices import LITELLM_PRICE_KEYS, MAX_PRICE_MAP_BYTES
-from tokenledger.config.source import MAX_EXPANDED_NODES, _line, _Mapping, _Rows, _text, read_yaml
+from tokenledger.config.source import MAX_CONFIG_BYTES, MAX_EXPANDED_NODES, _line, _Mapping, _Rows, _text, read_yaml
 from tokenledger.contracts import Table, load_contract, typed_select, violation_reasons
 from tokenledger.errors import ConfigError
 from tokenledger.storage.duck import register_arrow
@@ -39,7 +39,8 @@ from tokenledger.storage.layout import HomeLayout
 
 __all__ = [
     "CONFIG_FILES", "DEFAULT_BUDGET_ACCESSES", "DEFAULT_MODEL", "DEFAULT_SCENARIO", "LITELLM_PRICE_KEYS",
-    "MAX_EXPANDED_NODES", "MAX_PRICE_MAP_BYTES", "OPTIONAL_CONFIG_FILES", "WHATIF_FILE", "ConfigError", "_Mapping",
+    "MAX_CONFIG_BYTES", "MAX_EXPANDED_NODES", "MAX_PRICE_MAP_BYTES", "OPTIONAL_CONFIG_FILES", "WHATIF_FILE",
+    "ConfigError", "_Mapping",
     "_Rows", "_check_keys", "_line", "_load_rows", "_require_list", "_require_mapping", "_text", "flatten_costs",
     "flatten_deployments", "flatten_slo", "flatten_whatif", "load_config", "read_yaml",
 ]

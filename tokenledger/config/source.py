@@ -27,7 +27,24 @@ class _Mapping(dict):
         return getattr(self, "key_lines", {}).get(key, self.line)
 
 
+class _TooManyNodes(Exception):
+    """Raised while composing, at the first node over MAX_EXPANDED_NODES: the line it is on."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
 class _LineLoader(yaml.SafeLoader):
+    composed = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        # Counted as they are read, so that a file of millions of small entries stops at the bound instead of being
+        # built whole first (an alias counts once here; what it expands to is bounded after, by _expanded_nodes).
+        self.composed += 1
+        if self.composed > MAX_EXPANDED_NODES:
+            raise _TooManyNodes(self.peek_event().start_mark.line + 1)
+        return super().compose_node(parent, index)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Mapping:
         seen: dict[str, int] = {}
         for key_node, _ in node.value:  # before merges (<<) are flattened in: only keys written here
@@ -53,6 +70,8 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Lin
 # A configuration file is a few hundred entries. YAML aliases let a few kilobytes stand for billions of nodes
 # (each alias repeats a whole subtree, and aliases nest): the expanded document is bounded before it is built.
 MAX_EXPANDED_NODES = 100_000
+# And a file is read only up to this size (its comments included): a larger one is refused before it is parsed.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
 
 
 def _expanded_nodes(root: yaml.Node, path: Path) -> int:
@@ -92,10 +111,22 @@ def read_yaml(path: Path) -> Any:
     """
     if not path.is_file():
         raise ConfigError(f"{path} is missing (formats: docs/configuration.md).")
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_CONFIG_BYTES + 1)  # never more than the bound, whatever the file's size
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES:,} bytes (a configuration is a few hundred entries, "
+                          "kilobytes), so it is refused unread: keep only the entries tokenledger reads in it, then "
+                          "re-run.")
     try:
-        loader = _LineLoader(path.read_text(encoding="utf-8"))
+        loader = _LineLoader(raw.decode("utf-8"))
         try:
-            node = loader.get_single_node()
+            try:
+                node = loader.get_single_node()
+            except _TooManyNodes as over:
+                raise ConfigError(
+                    f"{path}: more than {MAX_EXPANDED_NODES:,} YAML nodes by line {over.line:,} (a configuration "
+                    "has a few thousand at most), so it is refused unread: keep only the entries tokenledger reads "
+                    "in it, then re-run.") from None
             if node is None:
                 return None
             expanded = _expanded_nodes(node, path)
