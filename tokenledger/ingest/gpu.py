@@ -27,7 +27,7 @@ import duckdb
 
 from tokenledger.contracts import load_contract, validation_query
 from tokenledger.errors import InputFileError, LedgerError
-from tokenledger.ingest.landing import LandingFile, landing_files
+from tokenledger.ingest.landing import GPU_SOURCE, LandingFile, landing_files
 from tokenledger.ingest.readers import csv_header, csv_rows, quoted, read_error
 from tokenledger.ingest.sources import IngestCounts, write_quality
 from tokenledger.storage import lake
@@ -35,7 +35,7 @@ from tokenledger.storage.duck import run_sql, sql_path, statement
 from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
-SOURCE = "gpu"
+SOURCE = GPU_SOURCE
 GPU_FORMATS = {".json": "prometheus", ".json.gz": "prometheus", ".csv": "nvidia_smi", ".csv.gz": "nvidia_smi"}
 # The DCGM exporter's series that are read, and the measure each gives.
 DCGM_METRICS = {"DCGM_FI_DEV_POWER_USAGE": "power_w", "DCGM_FI_DEV_GPU_UTIL": "gpu_util_pct",

@@ -13,8 +13,11 @@ file named `zz-*.jsonl` is read as itself and never as a pattern.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -32,6 +35,99 @@ class LandingFile:
     fmt: str
     dataset: Path | None = None
     partitions: tuple[tuple[str, str], ...] = field(default=())
+
+
+# The GPU telemetry's folder under raw/, beside the request sources' (tokenledger/ingest/gpu.py).
+GPU_SOURCE = "gpu"
+_DAY_FOLDER = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
+_A_DATE = re.compile(r"(?<!\d)(\d{4})[-_/.]?(\d{2})[-_/.]?(\d{2})(?!\d)")
+
+
+def check_layout(layout: HomeLayout, day: date, dated: Iterable[str]) -> None:
+    """Nothing under raw/ is ignored (docs/inputs.md, "Landing zone"): raw/ holds the folders of the sources by day
+    (`dated`, and the GPU telemetry's), each of `dt=YYYY-MM-DD` folders, and the folders read whole (WHOLE_RAW).
+    Anything else stops the day in one line naming it and the nearest expected path: an unknown folder or a file in
+    raw/, and in a source's folder a file or a folder that is not a day's. Such an entry whose name holds another
+    day's date is that day's to stop, not `day`'s; one whose name holds no date stops every day. Names are read from
+    the bucket for a home on object storage (its work folder holds only what a step pulled). Hidden entries (`.`,
+    `_`) are not data."""
+    dated = (*dated, GPU_SOURCE)
+    known = (*dated, *WHOLE_RAW)
+    folders, files = _entries(layout, "")
+    for name in sorted(files):
+        if not _hidden(name):
+            raise InputFileError(
+                f"{_where(layout, name)}: a file directly in raw/, where only the sources' folders go "
+                f"({', '.join(known)}): move it into its source's raw/<source>/dt=YYYY-MM-DD/ (docs/inputs.md), "
+                "then re-run the day")
+    for name in sorted(folders):
+        if _hidden(name) or name in known:
+            continue
+        nearest = difflib.get_close_matches(name.lower().replace("_", "").replace("-", ""), known, n=1, cutoff=0.6)
+        raise InputFileError(
+            f"{_where(layout, name + '/')}: not a source tokenledger reads, so its files would be ignored"
+            + (f"; did you mean raw/{nearest[0]}/?" if nearest else f" (the sources: {', '.join(known)}).")
+            + " Rename or move it, then re-run the day")
+    for source in (s for s in dated if s in folders):
+        inner, loose = _entries(layout, f"{source}/")
+        for name in sorted(inner):
+            found = _DAY_FOLDER.fullmatch(name)
+            if found and _is_date(found.group(1)) or _hidden(name):
+                continue
+            named = _named_day(name)
+            if named is not None and named != day:
+                continue  # that day's to stop
+            hint = f"raw/{source}/dt={(named or day).isoformat()}/"
+            raise InputFileError(
+                f"{_where(layout, f'{source}/{name}/')}: not a day's folder, so its files would be ignored: a "
+                f"source's files go in one folder a UTC day, named dt=YYYY-MM-DD; did you mean {hint}? Rename it, "
+                "then re-run the day")
+        for name in sorted(loose):
+            named = _named_day(name)
+            if _hidden(name) or (named is not None and named != day):
+                continue
+            raise InputFileError(
+                f"{_where(layout, f'{source}/{name}')}: a file directly in raw/{source}/, so it would be ignored: "
+                f"move it into the folder of its UTC day, raw/{source}/dt={(named or day).isoformat()}/ (one folder "
+                "a day), then re-run the day")
+
+
+def _entries(layout: HomeLayout, relative: str) -> tuple[list[str], list[str]]:
+    """The folders and the files right under raw/`relative`: the bucket's for a remote home, else the disk's."""
+    if layout.remote is not None:
+        return layout.remote.entries(f"raw/{relative}")
+    folder = layout.raw / relative
+    try:
+        children = list(folder.iterdir())
+    except FileNotFoundError:
+        return [], []
+    return [c.name for c in children if c.is_dir()], [c.name for c in children if not c.is_dir()]
+
+
+def _where(layout: HomeLayout, relative: str) -> str:
+    """raw/`relative` as the user finds it (a folder's name ends with '/')."""
+    if layout.remote is not None:
+        return layout.remote.where(f"raw/{relative}")
+    return str(layout.raw / relative) + ("/" if relative.endswith("/") else "")
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _named_day(name: str) -> date | None:
+    """The date a name holds (2026-11-16, 20261116, 2026_11_16), if any."""
+    found = _A_DATE.search(name)
+    if found is None:
+        return None
+    try:
+        return date(int(found.group(1)), int(found.group(2)), int(found.group(3)))
+    except ValueError:
+        return None
 
 
 def _hidden(name: str) -> bool:

@@ -39,7 +39,7 @@ from tokenledger.faults import failpoint
 from tokenledger.ingest.adapters import adapters
 from tokenledger.ingest.adapters.base import Adapter
 from tokenledger.ingest.adapters.detect import misplaced, sniff
-from tokenledger.ingest.landing import LandingFile, landing_files
+from tokenledger.ingest.landing import LandingFile, check_layout, landing_files
 from tokenledger.ingest.lines import physical_lines
 from tokenledger.ingest.readers import (
     as_text,
@@ -563,6 +563,7 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
     the canonical one always, an adapter's when its folder for the day exists. A day with no request file in any
     source stops with a LedgerError unless the user declared it `idle`: a missing upload must not be published
     as a day without traffic. `reading` gets how each canonical JSON Lines file was read (`stage_gateway_files`)."""
+    check_layout(layout, window.day, request_sources())  # nothing under raw/ ignored
     staged: list[Path] = []
     present = [CANONICAL]
     read = 0  # files of the day so far: the next source's first file_index

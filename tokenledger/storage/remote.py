@@ -230,13 +230,18 @@ class RemoteHome:
 
     def folders(self, relative_prefix: str) -> list[str]:
         """The names of the 'folders' right under `relative_prefix` (which ends with '/')."""
-        names = []
+        return self.entries(relative_prefix)[0]
+
+    def entries(self, relative_prefix: str) -> tuple[list[str], list[str]]:
+        """The names of the 'folders' and of the objects right under `relative_prefix` (which ends with '/')."""
+        folders, files = [], []
+        start = len(self.key(relative_prefix))
         with self.talking("listing", relative_prefix):
             for page in self.client.get_paginator("list_objects_v2").paginate(
                     Bucket=self.bucket, Prefix=self.key(relative_prefix), Delimiter="/"):
-                names += [p["Prefix"][len(self.key(relative_prefix)):].rstrip("/")
-                          for p in page.get("CommonPrefixes", [])]
-        return names
+                folders += [p["Prefix"][start:].rstrip("/") for p in page.get("CommonPrefixes", [])]
+                files += [item["Key"][start:] for item in page.get("Contents", []) if item["Key"][start:]]
+        return folders, files
 
     def download(self, relative: str, target: Path, known: RemoteObject | None = None) -> None:
         """The object to `target`, replaced whole (tokenledger/storage/atomic.py), with the object's time."""
@@ -361,8 +366,9 @@ def push(remote: RemoteHome, root: Path, files: Iterable[Path], listed: dict[str
 
 # --- a step's work folder ----------------------------------------------------------------------------------------
 
-# raw/ folders that are not request sources by day (pulled whole).
-WHOLE_RAW = ("billing", "loadtest", "traces")
+# raw/ folders that are not sources by day (pulled whole): the bill, the load tests, the traces, the provider cost
+# pages.
+WHOLE_RAW = ("billing", "loadtest", "traces", "provider_costs")
 
 
 def pull_for_run(remote: RemoteHome, root: Path, days: Iterable[date]) -> None:
