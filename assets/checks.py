@@ -252,8 +252,8 @@ def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: Le
 
 def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionContext) -> list[tuple]:
     """Per day and source: rows read, rows quarantined, the commonest reasons (field: rule, without values) and
-    the (at most three) files with most rows quarantined, each with its count and the first rule its first such line
-    broke.
+    the (at most three) files with most rows quarantined, a line each: the file, its first such line, the rule that
+    line broke (with "did you mean" where a field is misspelt) and its count.
     Records skipped as not requests are in neither: nothing is wrong with them."""
     return query_files(
         "WITH r AS (SELECT * FROM read_parquet($recon)), "
@@ -262,14 +262,15 @@ def _quarantine_by_source(ledger: LedgerResource, context: dg.AssetExecutionCont
         "      THEN regexp_extract(reason, '^(\\w+):', 1) ELSE trim(regexp_replace(reason, '\\(.*', '')) END "
         "      AS field, count(*) AS n "
         "      FROM read_parquet($quarantine) GROUP BY ALL), "
-        "f AS (SELECT day, source, file, count(*) AS n, split_part(arg_min(reason, line), '; ', 1) AS first_reason, "
+        "f AS (SELECT day, source, file, count(*) AS n, min(line) AS first_line, "
+        "      split_part(arg_min(reason, line), '; ', 1) AS first_reason, "
         "      row_number() OVER (PARTITION BY day, source ORDER BY count(*) DESC, file) AS rank "
         "      FROM read_parquet($quarantine) GROUP BY day, source, file) "
         "SELECT r.day, r.source, r.rows_read, r.rows_quarantined, "
         "       (SELECT string_agg(field || ' ' || n, ', ' ORDER BY n DESC, field) FROM q "
         "        WHERE q.day = r.day AND q.source = r.source), "
-        "       (SELECT string_agg(format('{} ({:,} row(s); the first: {})', f.file, f.n, f.first_reason), ', ' "
-        "                          ORDER BY f.rank) "
+        "       (SELECT string_agg(format('  {} line {}: {} ({:,} row(s))', f.file, f.first_line, f.first_reason, "
+        "                                 f.n), chr(10) ORDER BY f.rank) "
         "        FROM f WHERE f.day = r.day AND f.source = r.source AND f.rank <= 3) "
         "FROM r ORDER BY r.day, r.source",
         {"recon": _day_files(ledger, "quality", "ingest_reconciliation_daily", context),
@@ -285,12 +286,13 @@ def quarantine_within_tolerance(context: dg.AssetExecutionContext, ledger: Ledge
     limit = ledger.max_quarantine_share
     over = [(d, s, read, quarantined, reasons, files) for d, s, read, quarantined, reasons, files in rows
             if read and quarantined / read > limit]
-    examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}; most from {files}"
+    # A line per day and source, then a line per file (at most three): the file, its first line quarantined and why.
+    examples = [f"{d} {s}: {q:,} of {r:,} rows ({q / r:.2%}) quarantined, by field: {reasons}\n{files}"
                 for d, s, r, q, reasons, files in over]
     return dg.AssetCheckResult(
         passed=not over,
-        description=(f"too many rows quarantined (limit {limit:.2%}): " + "; ".join(examples[:5]) +
-                     ". The day was not published. File, line and reason of each row: "
+        description=(f"too many rows quarantined (limit {limit:.2%}); the day was not published:\n"
+                     + "\n".join(examples[:5]) + "\nFile, line and reason of each row: "
                      + ", ".join(str(lake.day_file(ledger.layout.lake, "quality", "quarantine", d))
                                  for d in sorted({d for d, *_ in over}))
                      + " (the warehouse view quality.quarantine_pending). Fix the source and re-run the day."

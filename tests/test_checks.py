@@ -150,12 +150,15 @@ def test_too_many_bad_input_rows_block_the_day_and_few_only_warn(home: Path) -> 
     result = materialize(DAY)
     assert not result.success
     failed = _failed_checks(result)
+    # A line per file, the most rows first: its first line quarantined, the rule it broke, its count.
     assert failed["quality/ingest_reconciliation_daily:quarantine_within_tolerance"].startswith(
-        "too many rows quarantined (limit 0.10%): 2026-11-16 gateway: 7 of 2,006 rows (0.35%) quarantined, "
-        "by field: status 5, input_tokens 1, line is not valid JSON 1; most from "
-        f"{gateway_dir(home, DAY) / 'b.jsonl'} (6 row(s); the first: status: okay is not one of ok, error, timeout, "
-        f"disconnected, rejected, cancelled), {gateway_dir(home, DAY) / 'a.jsonl'} (1 row(s); the first: "
-        "input_tokens: -1 is below the minimum 0).")
+        "too many rows quarantined (limit 0.10%); the day was not published:\n"
+        "2026-11-16 gateway: 7 of 2,006 rows (0.35%) quarantined, by field: status 5, input_tokens 1, line is not "
+        "valid JSON 1\n"
+        f"  {gateway_dir(home, DAY) / 'b.jsonl'} line 1: status: okay is not one of ok, error, timeout, "
+        "disconnected, rejected, cancelled (6 row(s))\n"
+        f"  {gateway_dir(home, DAY) / 'a.jsonl'} line 2000: input_tokens: -1 is below the minimum 0 (1 row(s))\n"
+        "File, line and reason of each row: ")
     assert _snapshot(home / "exports") == before
 
 

@@ -74,8 +74,8 @@ def test_a_check_failing_on_one_day_fails_that_day_only(home: Path, instance) ->
               and not e.event_specific_data.passed]
     assert [f.partition for f in failed] == [DAYS[1]]
     assert failed[0].description.startswith(
-        f"too many rows quarantined (limit 0.10%): {DAYS[1]} gateway: 1 of 4 rows (25.00%) quarantined, by field: "
-        f"status 1; most from {gateway_dir(home, DAYS[1]) / 'a.jsonl'} (1 row(s); the first: status: okay is not one "
-        "of ok, error, timeout, disconnected, rejected, cancelled). The day was not published."), failed[0].description
+        f"too many rows quarantined (limit 0.10%); the day was not published:\n{DAYS[1]} gateway: 1 of 4 rows "
+        f"(25.00%) quarantined, by field: status 1\n  {gateway_dir(home, DAYS[1]) / 'a.jsonl'} line 4: status: okay "
+        "is not one of ok, error, timeout, disconnected, rejected, cancelled (1 row(s))\n"), failed[0].description
     # the table's other checks were evaluated on each day too, before the step failed
     assert set(statuses[dg.AssetCheckKey(recon, "contract")].values()) == {"SUCCEEDED"}

@@ -65,9 +65,11 @@ def test_a_first_day_that_fails_leaves_its_pending_quarantine_queryable(home: Pa
     assert "Nothing of 2026-11-16 is published" in printed
     typo = ("input_tokens: required but missing, and the row has an unknown field input_tokns (did you mean "
             "input_tokens?)")
-    assert (f"2026-11-16 gateway: 7 of 7 rows (100.00%) quarantined, by field: input_tokens 4, status 3; most from "
-            f"{folder / 'typo.jsonl'} (4 row(s); the first: {typo}), {folder / 'bad.jsonl'} (3 row(s); the first: "
-            "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled)") in printed, printed
+    # One line per file under the day's, indented under the FAILED day: file, first line, field, rule, did you mean.
+    assert ("    2026-11-16 gateway: 7 of 7 rows (100.00%) quarantined, by field: input_tokens 4, status 3\n"
+            f"      {folder / 'typo.jsonl'} line 1: {typo} (4 row(s))\n"
+            f"      {folder / 'bad.jsonl'} line 1: status: okay is not one of ok, error, timeout, disconnected, "
+            "rejected, cancelled (3 row(s))\n") in printed, printed
     monkeypatch.chdir(home)
     with duckdb.connect("warehouse.duckdb", read_only=True) as con:
         assert con.execute("SELECT count(*), min(reason), max(reason) FROM quality.quarantine_pending").fetchone() == (
