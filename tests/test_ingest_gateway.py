@@ -86,7 +86,8 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
         5: "status: okay is not one of ok, error, timeout, disconnected, rejected, cancelled",
         6: "request_id: required but missing",
         7: "line is not valid JSON",
-        8: "received_at: yesterday is not a valid timestamp",
+        8: "received_at: yesterday is not a valid timestamp (ISO 8601, with its offset, e.g. "
+           "2026-11-16T10:00:00Z)",
         9: "output_tokens: many is not a valid integer",
         10: "received_at: 2026-11-17T00:00:00Z falls on 2026-11-17, not on the folder's day 2026-11-16",
         11: "deployment_id: missing, and model moe has 2 deployments in force on 2026-11-16",

@@ -43,8 +43,11 @@ REJECTED = [
      "http_status: 99 is below the minimum 100"),
     (request("big", input_tokens=2**64), "input_tokens: 18446744073709551616 is beyond the integers tokenledger "
      "reads exactly (up to 2^63 - 1 written as digits, 2^53 with a fraction or exponent)"),
-    (request("ts", received_at="yesterday"), "received_at: yesterday is not a valid timestamp"),
-    (request("epoch", received_at=1763287200), "received_at: 1763287200 is not a valid timestamp"),
+    # A bad timestamp's reason shows a form it takes (the gateway log's received_at is ISO 8601 text only).
+    (request("ts", received_at="yesterday"), "received_at: yesterday is not a valid timestamp (ISO 8601, with its "
+     "offset, e.g. 2026-11-16T10:00:00Z)"),
+    (request("epoch", received_at=1763287200), "received_at: 1763287200 is not a valid timestamp (ISO 8601, with its "
+     "offset, e.g. 2026-11-16T10:00:00Z)"),
     (request("status", status="okay"), "status: okay is not one of ok, error, timeout, disconnected, rejected, "
      "cancelled"),
     (request("key", tenant_id="sk-proj-4f9Qx2LmZt7Rk1VbN8cYp3WdE6aHs0Jg"),

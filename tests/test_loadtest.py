@@ -294,7 +294,8 @@ def test_no_runs_gives_an_empty_table(home: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("edit", "expected"), [
     (lambda t: t.replace("deployment_id: m70-h100\n", ""), "line 1: deployment_id: required but missing"),
-    (lambda t: t.replace("end: 2026-11-16T10:41:00Z", "end: soon"), "line 8: step_end: soon is not a valid timestamp"),
+    (lambda t: t.replace("end: 2026-11-16T10:41:00Z", "end: soon"),
+     "line 8: step_end: soon is not a valid timestamp (ISO 8601, with its offset, e.g. 2026-11-16T10:00:00Z)"),
     (lambda t: t.replace("arrival_rate: 0.1,", "arrival_rate: -2,"),
      "line 8: arrival_rate: -2 is not above 0"),
     (lambda t: t.replace("warmup_min: 1", "warmup: 1"), "line 5: unknown key 'warmup'"),

@@ -423,6 +423,21 @@ def unknown_fields(table: Table, keys: str) -> str:
     return f"list_filter({keys}, lambda k: k NOT IN ({names}))"
 
 
+# What a timestamp column takes, said with an example in the reason of a value it cannot read.
+TIMESTAMP_EXAMPLE = "2026-11-16T10:00:00Z"
+_EPOCH_EXAMPLE = {"seconds": "1794823200", "milliseconds": "1794823200000", "nanoseconds": "1794823200000000000"}
+
+
+def _accepted(col: Column) -> str:
+    """' (what the column accepts, e.g. ...)' for a timestamp column, '' for any other."""
+    if col.physical_type.upper() != "TIMESTAMPTZ":
+        return ""
+    said = f" (ISO 8601, with its offset, e.g. {TIMESTAMP_EXAMPLE}"
+    if col.epoch:
+        said += f", or {col.epoch} since the Unix epoch, e.g. {_EPOCH_EXAMPLE[col.epoch]}"
+    return said + ")"
+
+
 def _did_you_mean(name: str, unknown: str) -> str:
     """SQL for ', and the row has an unknown field X (did you mean <name>?)', X being the field of the VARCHAR[]
     `unknown` (the row's fields the contract does not have) closest to `name` within a misspelling (a
@@ -478,7 +493,8 @@ def _column_reasons(col: Column, text: str, kind: str | None = None, label: str 
         bound = " (each within signed 64 bits)" if col.element_type == "BIGINT" else ""
         branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a JSON array of {element}{bound}', "
                         f"{shown})")
-    branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a valid {col.logical_type}', {shown})")
+    branches.append(f"WHEN {n} IS NULL THEN format('{f}: {{}} is not a valid {col.logical_type}{_accepted(col)}', "
+                    f"{shown})")
     bounds = [
         (col.minimum, "<", "below the minimum"),
         (col.exclusive_minimum, "<=", "not above"),
