@@ -96,3 +96,72 @@ def test_a_difference_beyond_the_tolerance_is_flagged_by_the_contract(reconciled
     warnings = json.loads((reconciled / "warnings.json").read_text())
     assert list(warnings) == ["contract_warnings"]
     assert "provider_figure_within_tolerance" in warnings["contract_warnings"]
+
+
+# --- pages that cannot be compared (issue 56: they crashed the day naming no file, or gave 0 rows silently) ---------
+
+UNREAD = {
+    "anthropic-locale.json": ({"data": [{"starting_at": "2026-11-16T00:00:00Z", "results": [
+        {"amount": "3"}, {"amount": "1,234.50", "currency": "USD"}]}]},
+        'data[0].results[1]: the amount "1,234.50" is not a number, or is beyond 10^26 (Anthropic writes a decimal '
+        'string in cents, e.g. "123.45")'),
+    "anthropic-overflow.json": ({"data": [{"starting_at": "2026-11-16T00:00:00Z", "results": [{"amount": "1e40"}]}]},
+                                'data[0].results[0]: the amount "1e40" is not a number, or is beyond 10^26 (Anthropic '
+                                'writes a decimal string in cents, e.g. "123.45")'),
+    "openai-text.json": ({"object": "page", "data": [{"start_time": DAY_START, "results": [
+        {"amount": {"value": "abc", "currency": "usd"}}, {"amount": {}}]}]},
+        'data[0].results[0]: the amount "abc" is not a number, or is beyond 10^26 (OpenAI writes amount.value as a '
+        'JSON number, e.g. 1.2345)'),
+    "anthropic-time.json": ({"data": [{"starting_at": "yesterday", "results": []}]},
+                            'data[0].starting_at: "yesterday" is not a time (an ISO 8601 timestamp, e.g. '
+                            '"2026-11-16T00:00:00Z")'),
+    "openai-time.json": ({"object": "page", "data": [{"start_time": "noon", "results": []}]},
+                         'data[0].start_time: "noon" is not a time (Unix seconds, e.g. 1794787200)'),
+    "list.json": ([1, 2], "a JSON number where a page (an object) belongs"),
+    "usage.json": ({"object": "list", "usage": []}, "no data array of buckets"),
+    "buckets.json": ({"data": [{"start": 1}]},
+                     "its buckets have neither starting_at (Anthropic) nor start_time (OpenAI)"),
+}
+
+
+def test_each_page_that_cannot_be_compared_is_named_with_why(tmp_path: Path) -> None:
+    """The rule on a small table: each file's first reason (the good pages and a page of no bucket give none)."""
+    import duckdb
+
+    from tokenledger.storage.duck import run_sql
+
+    for name, (page, _) in UNREAD.items():
+        (tmp_path / name).write_text(json.dumps(page))
+    for name, page in (("anthropic.json", ANTHROPIC), ("openai.json", OPENAI), ("none.json", {"data": []})):
+        (tmp_path / name).write_text(json.dumps(page))
+    with duckdb.connect() as con:
+        con.execute("CREATE TEMP TABLE day_provider_cost_pages AS SELECT filename AS file, json AS page "
+                    "FROM read_json_objects($f, format = 'auto', filename = true)",
+                    {"f": [str(p) for p in sorted(tmp_path.iterdir())]})
+        found: dict[str, str] = {}
+        for file, problem in run_sql(con, "provider_cost_pages_unread").fetchall():
+            found.setdefault(Path(file).name, problem)
+    assert found == {name: said for name, (_, said) in UNREAD.items()}
+
+
+def test_a_page_that_cannot_be_compared_stops_the_day_naming_the_file_and_the_formats(reconciled: Path,
+                                                                                     tmp_path: Path) -> None:
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(reconciled, home, ignore=shutil.ignore_patterns("lake", "exports", ".dagster"))
+    empty = home / "raw" / "provider_costs" / "anthropic-2026-11-17.json"
+    empty.write_text("")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    try:
+        result = materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
+    finally:
+        mp.undo()
+    assert not result.success
+    assert failure_text(result).endswith(
+        f"{empty}: holds no JSON document (an empty file), so the provider's cost cannot be compared. A file is one "
+        "page of Anthropic's cost report (GET /v1/organizations/cost_report: data[] buckets with starting_at and "
+        "results[]) or of OpenAI's Costs API (GET /v1/organization/costs: object page, data[] buckets with "
+        "start_time and results[]), as JSON. Save each page as the API returned it, one file per page, then re-run "
+        "the day."), failure_text(result)

@@ -215,6 +215,10 @@ def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout
 
 
 PROVIDER_COST_FORMATS = {".json": "json"}
+# What raw/provider_costs/ takes, said where a file is not it.
+PROVIDER_PAGES = ("A file is one page of Anthropic's cost report (GET /v1/organizations/cost_report: data[] buckets "
+                  "with starting_at and results[]) or of OpenAI's Costs API (GET /v1/organization/costs: object "
+                  "page, data[] buckets with start_time and results[]), as JSON.")
 
 
 def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow,
@@ -224,8 +228,8 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
     tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance."""
     attach(con, layout, window, "deployments", "api_request_costs")
     cost_policy_in_force(con, layout, window)
-    files = [literal_path(f.path) for f in landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS,
-                                                         "provider cost export")]
+    landed = landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS, "provider cost export")
+    files = [literal_path(f.path) for f in landed]
     pages = ("SELECT filename AS file, json AS page FROM read_json_objects($files, format = 'auto', filename = true)"
              if files else "SELECT NULL::VARCHAR AS file, NULL::JSON AS page WHERE false")
     try:
@@ -235,6 +239,14 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
         raise LedgerError(f"{layout.raw / 'provider_costs'}: a provider cost export is not a JSON document ({exc}). "
                           "Save each page of the API's response as it came, one file per page, and re-run the "
                           "day.") from None
+    read = {name for (name,) in con.execute("SELECT DISTINCT file FROM day_provider_cost_pages").fetchall()}
+    unread = [(str(f.path), "holds no JSON document (an empty file)") for f in landed
+              if str(f.path) not in read and literal_path(f.path) not in read]
+    unread += run_sql(con, "provider_cost_pages_unread").fetchall()
+    if unread:
+        file, problem = min(unread)
+        raise LedgerError(f"{file}: {problem}, so the provider's cost cannot be compared. {PROVIDER_PAGES} Save "
+                          "each page as the API returned it, one file per page, then re-run the day.")
     path = lake.day_file(layout.lake, "finance", "provider_cost_reconciliation_daily", window.day)
     rows = lake.write_query(con, statement("provider_cost_reconciliation_daily"), path,
                             window.params(tolerance=tolerance))
