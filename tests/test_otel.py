@@ -150,3 +150,25 @@ def test_a_file_is_never_loaded_into_python(otel_day: Path) -> None:
     text = json.dumps([rows(otel_day, "core", "gateway_requests", DAY),
                        rows(otel_day, "quality", "quarantine", DAY)], default=str)
     assert "SECRET" not in text
+
+
+def test_a_span_twice_in_one_line_keeps_the_first_copy_and_quarantines_the_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One export request holding span A twice (a broken export, not a retry): the later copy is quarantined with
+    its line and the day goes on (issue 56: both copies were accepted, then the day was blocked by the uniqueness
+    rule, naming no file or line). 3 records read = 2 accepted (A, D) + 1 quarantined."""
+    home = _home(tmp_path / "home")
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(home))
+    write_jsonl(home / "raw" / "otel" / f"dt={DAY}" / "broken.jsonl", [_export(("bot", [SPAN_A, SPAN_D, SPAN_A]))])
+    result = materialize(DAY, run_config=lenient(),
+                         upto=["quality/ingest_reconciliation_daily", "quality/quarantine"])
+    assert result.success, failure_text(result)
+    (rec,) = rows(home, "quality", "ingest_reconciliation_daily", DAY, "source = 'otel'")
+    assert (rec["rows_read"], rec["rows_accepted"], rec["rows_quarantined"], rec["duplicates_merged"],
+            rec["balanced"]) == (3, 2, 1, 0, True)
+    assert [(Path(r["file"]).name, r["line"], r["reason"])
+            for r in rows(home, "quality", "quarantine", DAY, "source = 'otel'")] == [
+        ("broken.jsonl", 1, "spanId: a1a1a1a1a1a1a1a1 appears more than once in this line (one export request); the "
+                            "first copy is accounted")]
+    assert sorted(r["request_id"] for r in rows(home, "core", "gateway_requests", DAY)) == [
+        "a1a1a1a1a1a1a1a1", "d4d4d4d4d4d4d4d4"]

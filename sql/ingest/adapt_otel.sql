@@ -6,8 +6,9 @@
 WITH r AS (
     SELECT
         *,
+        -- never NULL (a span's record has no `spans`): a NULL here would read as "not a repeated span" below
         line_problem IS NULL AND (
-            spans = 'none'
+            coalesce(spans = 'none', false)
             OR (operation_name IS NOT NULL AND operation_name NOT IN ('chat', 'text_completion', 'generate_content'))
             OR (operation_name IS NULL AND input_tokens IS NULL AND output_tokens IS NULL
                 AND coalesce(request_model, response_model) IS NULL)
