@@ -471,3 +471,17 @@ def test_a_line_of_an_adapter_file_that_does_not_parse_is_quarantined_with_its_n
     assert got[2] == "line is not valid JSON"
     assert got[3] == "line is a JSON array, not an object"
     assert got[4] == "line is not valid JSON"
+
+
+def test_a_line_nested_deeper_than_python_parses_leaves_detection_to_the_reader(tmp_path: Path) -> None:
+    """Detection reads a folder's first records with Python's json, which cannot parse 200,000 nested arrays
+    (RecursionError, which crashed the day as a failure inside tokenledger, issue 56): such a line says nothing of
+    the file's format, so the next records decide, and the reader quarantines the line itself."""
+    from tokenledger.ingest.adapters.detect import sniff
+
+    deep = '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    openai = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt5", "created": 1794823200,
+              "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    path = write_jsonl(tmp_path / "deep.jsonl", [deep, openai])
+    assert sniff(path) == "openai"
+    assert sniff(write_jsonl(tmp_path / "only.jsonl", [deep])) is None

@@ -69,7 +69,7 @@ def sniff(path: Path) -> str | None:
                     break
                 try:
                     record = json.loads(line.lstrip(b"\xef\xbb\xbf"))
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: the reader's
                     continue
                 if isinstance(record, dict) and (kind := record_format(record)):
                     found.add(kind)
