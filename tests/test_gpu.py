@@ -213,3 +213,31 @@ def test_a_gpu_two_deployments_claim_stops_the_day(tmp_path: Path, monkeypatch: 
     result = materialize(DAY, selection=["core/deployments_daily", "core/gpu_samples"])
     assert not result.success
     assert ("GPU GPU-a0 (host node-a, index 0, pod llm/m70-0): m70-h100 and m8-onprem" in failure_text(result))
+
+
+def test_copies_of_a_sample_merge_when_equal_and_are_all_quarantined_when_they_differ(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One GPU reported by two hosts' nvidia-smi logs (issue 56: differing copies kept one value silently): the
+    00:00 sample is the same in both (merged into the first), the 00:02 one is 270 W in a.csv and 275 W in b.csv,
+    so which is right cannot be told and both are quarantined, each naming the first copy."""
+    home = make_home(tmp_path / "home")
+    folder = home / "raw" / "gpu" / f"dt={DAY}"
+    folder.mkdir(parents=True)
+    header = "timestamp, uuid, index, power.draw [W], utilization.gpu [%], memory.used [MiB]\n"
+    same = "2026/11/17 00:00:00.000, GPU-z0, 0, 250.00 W, 87 %, 1234 MiB\n"
+    (folder / "a.csv").write_text(header + same + "2026/11/17 00:02:00.000, GPU-z0, 0, 270.00 W, 3 %, 1234 MiB\n")
+    (folder / "b.csv").write_text(header + same + "2026/11/17 00:02:00.000, GPU-z0, 0, 275.00 W, 3 %, 1234 MiB\n")
+    monkeypatch.setenv("TOKENLEDGER_HOME", str(home))
+    monkeypatch.setenv("TOKENLEDGER_IDLE_DAYS", "all")
+    result = materialize(DAY, run_config=lenient(), upto=["quality/ingest_reconciliation_daily", "quality/quarantine"])
+    assert result.success, failure_text(result)
+    (rec,) = rows(home, "quality", "ingest_reconciliation_daily", DAY, "source = 'gpu'")
+    # 4 samples read = 1 accepted (a.csv's 00:00) + 2 quarantined (both 00:02) + 1 merged (b.csv's 00:00)
+    assert (rec["rows_read"], rec["rows_accepted"], rec["rows_quarantined"], rec["duplicates_merged"],
+            rec["balanced"]) == (4, 1, 2, 1, True)
+    first = f"{folder / 'a.csv'} line 3"
+    assert [(Path(q["file"]).name, q["line"], q["reason"]) for q in rows(home, "quality", "quarantine", DAY)] == [
+        (name, 3, f"gpu_uuid GPU-z0 at 2026-11-17T00:02:00Z: its copies have other values (the first: {first}); "
+                  "conflicting samples are all quarantined, none is kept") for name in ("a.csv", "b.csv")]
+    assert {s["sampled_at"].isoformat() for s in rows(home, "core", "gpu_samples", DAY)} == {
+        "2026-11-17T00:00:00+00:00"}
