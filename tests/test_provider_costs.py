@@ -165,3 +165,30 @@ def test_a_page_that_cannot_be_compared_stops_the_day_naming_the_file_and_the_fo
         "results[]) or of OpenAI's Costs API (GET /v1/organization/costs: object page, data[] buckets with "
         "start_time and results[]), as JSON. Save each page as the API returned it, one file per page, then re-run "
         "the day."), failure_text(result)
+
+
+def test_results_of_equal_amount_that_differ_in_any_field_are_two_costs(reconciled: Path, tmp_path: Path) -> None:
+    """Issue 56: two pages of equal amount but another workspace (or token type, description, project) were
+    merged into one as if the same page had been saved twice. The same page saved twice still counts once
+    (the module's home has anthropic-2026-11.json twice): opus at standard is 7.5 cents there; a page of another
+    workspace with the same 7.5 cents adds its own, 0.075 + 0.075 = 0.15 USD."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(reconciled, home, ignore=shutil.ignore_patterns("lake", "exports", ".dagster"))
+    other = json.loads(json.dumps(ANTHROPIC))
+    for bucket in other["data"]:
+        for result in bucket["results"]:
+            result["workspace_id"] = "wrkspc_other"
+    (home / "raw" / "provider_costs" / "anthropic-2026-11-other-workspace.json").write_text(json.dumps(other))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TOKENLEDGER_HOME", str(home))
+    try:
+        result = materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
+    finally:
+        mp.undo()
+    assert result.success, failure_text(result)
+    got = {(r["provider"], r["model"], r["service_tier"]): r["provider_cost"]
+           for r in rows(home, "finance", "provider_cost_reconciliation_daily", DAY)}
+    assert got[("anthropic", "opus", "standard")] == Decimal("0.15")
+    assert got[("anthropic", "opus", "batch")] == Decimal("0.05")

@@ -21,6 +21,7 @@ WITH anthropic AS (
         r ->> 'service_tier' AS service_tier,
         upper(coalesce(r ->> 'currency', 'USD')) AS currency,
         (r ->> 'amount')::DECIMAL(38, 12) / 100 AS amount,
+        r::VARCHAR AS result,
         file
     FROM (SELECT file, unnest(json_extract(page, '$.data[*]')) AS b FROM day_provider_cost_pages
           WHERE json_extract(page, '$.data[0].starting_at') IS NOT NULL)
@@ -37,17 +38,19 @@ openai AS (
              WHEN r ->> 'line_item' IS NOT NULL THEN 'standard' END AS service_tier,
         upper(r ->> '$.amount.currency') AS currency,
         (r ->> '$.amount.value')::DECIMAL(38, 12) AS amount,
+        r::VARCHAR AS result,
         file
     FROM (SELECT file, unnest(json_extract(page, '$.data[*]')) AS b FROM day_provider_cost_pages
           WHERE page ->> 'object' = 'page' AND json_extract(page, '$.data[0].start_time') IS NOT NULL)
     CROSS JOIN LATERAL (SELECT unnest(json_extract(b, '$.results[*]')) AS r)
 ),
 rows AS (
-    -- a page downloaded twice (two files with the same buckets) counts once: rows identical but for the file
-    SELECT DISTINCT ON (provider, bucket_start, model, service_tier, currency, amount, r_index)
+    -- a page downloaded twice (two files with the same buckets) counts once: results identical in every field (the
+    -- whole result object: token type, description, workspace, project, line item...) but for the file. Two results
+    -- of equal amount that differ in any field are two costs.
+    SELECT DISTINCT ON (provider, bucket_start, result, r_index)
         provider, model, service_tier, currency, amount, file
-    FROM (SELECT *, row_number() OVER (PARTITION BY file, provider, bucket_start, model, service_tier, currency,
-                                                    amount) AS r_index
+    FROM (SELECT *, row_number() OVER (PARTITION BY file, provider, bucket_start, result) AS r_index
           FROM (SELECT * FROM anthropic UNION ALL SELECT * FROM openai))
     WHERE bucket_start >= $day_start::TIMESTAMPTZ AND bucket_start < $day_end::TIMESTAMPTZ
 ),
