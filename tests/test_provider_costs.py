@@ -144,20 +144,23 @@ def test_each_page_that_cannot_be_compared_is_named_with_why(tmp_path: Path) -> 
     assert found == {name: said for name, (_, said) in UNREAD.items()}
 
 
-def test_a_page_that_cannot_be_compared_stops_the_day_naming_the_file_and_the_formats(reconciled: Path,
-                                                                                     tmp_path: Path) -> None:
+def _rerun_with_page(reconciled: Path, tmp_path: Path, name: str, text: str) -> tuple[Path, object]:
+    """A copy of the module's home (its inputs only) with one more page `name` in raw/provider_costs/, and the
+    day's run up to the provider comparison."""
     import shutil
 
     home = tmp_path / "home"
     shutil.copytree(reconciled, home, ignore=shutil.ignore_patterns("lake", "exports", ".dagster"))
+    (home / "raw" / "provider_costs" / name).write_text(text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENLEDGER_HOME", str(home))
+        return home, materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
+
+
+def test_a_page_that_cannot_be_compared_stops_the_day_naming_the_file_and_the_formats(reconciled: Path,
+                                                                                     tmp_path: Path) -> None:
+    home, result = _rerun_with_page(reconciled, tmp_path, "anthropic-2026-11-17.json", "")
     empty = home / "raw" / "provider_costs" / "anthropic-2026-11-17.json"
-    empty.write_text("")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TOKENLEDGER_HOME", str(home))
-    try:
-        result = materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
-    finally:
-        mp.undo()
     assert not result.success
     assert failure_text(result).endswith(
         f"{empty}: holds no JSON document (an empty file), so the provider's cost cannot be compared. A file is one "
@@ -172,21 +175,12 @@ def test_results_of_equal_amount_that_differ_in_any_field_are_two_costs(reconcil
     merged into one as if the same page had been saved twice. The same page saved twice still counts once
     (the module's home has anthropic-2026-11.json twice): opus at standard is 7.5 cents there; a page of another
     workspace with the same 7.5 cents adds its own, 0.075 + 0.075 = 0.15 USD."""
-    import shutil
-
-    home = tmp_path / "home"
-    shutil.copytree(reconciled, home, ignore=shutil.ignore_patterns("lake", "exports", ".dagster"))
     other = json.loads(json.dumps(ANTHROPIC))
     for bucket in other["data"]:
-        for result in bucket["results"]:
-            result["workspace_id"] = "wrkspc_other"
-    (home / "raw" / "provider_costs" / "anthropic-2026-11-other-workspace.json").write_text(json.dumps(other))
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TOKENLEDGER_HOME", str(home))
-    try:
-        result = materialize(DAY, upto=["finance/provider_cost_reconciliation_daily"])
-    finally:
-        mp.undo()
+        for entry in bucket["results"]:
+            entry["workspace_id"] = "wrkspc_other"
+    home, result = _rerun_with_page(reconciled, tmp_path, "anthropic-2026-11-other-workspace.json",
+                                    json.dumps(other))
     assert result.success, failure_text(result)
     got = {(r["provider"], r["model"], r["service_tier"]): r["provider_cost"]
            for r in rows(home, "finance", "provider_cost_reconciliation_daily", DAY)}
