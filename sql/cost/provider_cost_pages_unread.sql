@@ -65,9 +65,28 @@ amounts AS (
     FROM results
     WHERE try_cast(CASE shape WHEN 'anthropic' THEN r ->> 'amount' ELSE r ->> '$.amount.value' END
                    AS DECIMAL(38, 12)) IS NULL
+),
+currencies AS (
+    SELECT
+        file,
+        format('data[{}].results[{}]: {}', b_index - 1, r_index - 1,
+               CASE WHEN code IS NULL AND shape = 'anthropic'
+                        THEN 'the currency is missing (Anthropic writes "currency": "USD" beside each amount)'
+                    WHEN code IS NULL
+                        THEN 'amount.currency is missing (OpenAI writes "amount": {"value": 1.2345, "currency": '
+                             '"usd"})'
+                    ELSE format('the currency {} is not a three-letter code (ISO 4217, e.g. "USD")', code_json)
+               END) AS problem
+    FROM (SELECT *,
+                 CASE shape WHEN 'anthropic' THEN r ->> 'currency' ELSE r ->> '$.amount.currency' END AS code,
+                 CASE shape WHEN 'anthropic' THEN r -> 'currency' ELSE r -> '$.amount.currency' END::VARCHAR
+                     AS code_json
+          FROM results)
+    WHERE code IS NULL OR NOT regexp_full_match(code, '[A-Za-z]{3}')
 )
 SELECT DISTINCT file, problem
 FROM (SELECT file, problem FROM shaped WHERE problem IS NOT NULL
       UNION ALL SELECT file, problem FROM times
-      UNION ALL SELECT file, problem FROM amounts)
+      UNION ALL SELECT file, problem FROM amounts
+      UNION ALL SELECT file, problem FROM currencies)
 ORDER BY file, problem

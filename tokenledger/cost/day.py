@@ -225,7 +225,10 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
                                        tolerance: float) -> dict[str, Any]:
     """Write finance.provider_cost_reconciliation_daily for the day: the providers' own cost exports
     (raw/provider_costs/*.json, each a saved page of OpenAI's Costs API or Anthropic's cost report) against
-    tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance."""
+    tokenledger's prices, per provider, model and service tier; returns how many rows are out of tolerance, how many
+    provider results are in a currency other than the cost policy's (never compared, never converted) and how many
+    pages have has_more true with their next page not landed (the day incomplete). A result without a currency
+    stops the day, as does a page that is not one (docs/adr/0113-provider-figures-in-one-currency-and-every-page.md)."""
     attach(con, layout, window, "deployments", "api_request_costs")
     cost_policy_in_force(con, layout, window)
     landed = landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS, "provider cost export")
@@ -250,9 +253,13 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
     path = lake.day_file(layout.lake, "finance", "provider_cost_reconciliation_daily", window.day)
     rows = lake.write_query(con, statement("provider_cost_reconciliation_daily"), path,
                             window.params(tolerance=tolerance))
-    out = con.execute(f"SELECT count(*) FILTER (WHERE NOT within_tolerance) FROM read_parquet({sql_path(path)})"
-                      ).fetchone()[0]
-    return {"rows": rows, "provider_files": len(files), "out_of_tolerance": out}
+    # incomplete_pages is the provider's, on each of its rows
+    out, other_currency, incomplete = con.execute(
+        "SELECT sum(out), sum(other), sum(pages) FROM (SELECT count(*) FILTER (WHERE NOT within_tolerance) AS out, "
+        "sum(results_not_compared) AS other, max(incomplete_pages) AS pages "
+        f"FROM read_parquet({sql_path(path)}) GROUP BY provider)").fetchone()
+    return {"rows": rows, "provider_files": len(files), "out_of_tolerance": int(out or 0),
+            "results_not_compared": int(other_currency or 0), "incomplete_pages": int(incomplete or 0)}
 
 
 def unbalanced_rows(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[str]:
