@@ -233,15 +233,17 @@ def contract_verdicts(context: dg.AssetExecutionContext, ledger: LedgerResource,
 
 @table_check(_RECONCILIATION, blocking=True,
              description="Every day and source: rows read = rows accepted + rows quarantined + duplicates merged "
-                         "+ records skipped as not requests.")
+                         "+ records skipped as not requests + failed calls that name no model.")
 def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: LedgerResource
                                    ) -> dg.AssetCheckResult:
     files = _day_files(ledger, "quality", "ingest_reconciliation_daily", context)
     broken = query_files(
-        "SELECT day, source, rows_read, rows_accepted, rows_quarantined, duplicates_merged, skipped_not_request "
-        "FROM read_parquet($f) WHERE NOT balanced ORDER BY day, source", {"f": files})
+        "SELECT day, source, rows_read, rows_accepted, rows_quarantined, duplicates_merged, skipped_not_request, "
+        "failures_no_model FROM read_parquet($f, union_by_name = true) WHERE NOT balanced ORDER BY day, source",
+        {"f": files})
     examples = [f"{d} {s}: read {r} != accepted {a} + quarantined {q} + merged {m} + skipped {k}"
-                for d, s, r, a, q, m, k in broken]
+                f" + failures of no model {n or 0}"
+                for d, s, r, a, q, m, k, n in broken]
     return dg.AssetCheckResult(
         passed=not broken,
         description=("quality.ingest_reconciliation_daily does not balance: " + "; ".join(examples[:5])

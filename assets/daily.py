@@ -72,7 +72,7 @@ def _additive(key: str) -> bool:
     """Whether a per-day figure adds up over days: counts of rows, lines and requests do; gauges (runs measured,
     GPUs needed, a price version) do not, and a multi-day run reports them per day only."""
     return key == "rows" or key.startswith("rows_") or key.endswith(("_rows", "_lines", "_requests")) \
-        or key in ("duplicates_merged", "skipped_not_request", "quarantined", "accepted", "read")
+        or key in ("duplicates_merged", "skipped_not_request", "failures_no_model", "quarantined", "accepted", "read")
 
 
 def _summary(per_day: dict[date, dict[str, Any]]) -> dict[str, Any]:

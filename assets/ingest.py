@@ -27,7 +27,8 @@ def _counts(counts: IngestCounts | list[IngestCounts]) -> dict[str, int]:
     """The day's figures for the UI: totals over its sources, and each source's rows read."""
     counts = counts if isinstance(counts, list) else [counts]
     totals = {k: sum(getattr(c, k) for c in counts)
-              for k in ("rows_read", "rows_accepted", "rows_quarantined", "duplicates_merged", "skipped_not_request")}
+              for k in ("rows_read", "rows_accepted", "rows_quarantined", "duplicates_merged", "skipped_not_request",
+                        "failures_no_model")}
     if len(counts) > 1:
         totals.update({f"rows_read_{c.source}": c.rows_read for c in counts})
     return totals

@@ -159,7 +159,7 @@ OPENAI = [
     {"id": "batch_req_1", "custom_id": "job-42-row-1", "response": {"status_code": 200, "request_id": "req_b1",
      "body": _chat("chatcmpl-B1", T10 + 500, "m8", {"prompt_tokens": 24, "completion_tokens": 8,
                                                      "total_tokens": 32})}, "error": None},
-    # 12: a Batch request that expired: no response, so no model or time; quarantined.
+    # 12: a Batch request that expired: no response, so no model or time; a failure of no model, never quarantined.
     {"id": "batch_req_2", "custom_id": "job-42-row-2", "response": None,
      "error": {"code": "batch_expired", "message": "This request could not be executed before the completion "
                                                    "window expired."}},
@@ -189,7 +189,7 @@ MESSAGES = [
                                "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 400},
                                "output_tokens": 7, "output_tokens_details": {"thinking_tokens": 5}},
              timestamp="2026-11-16T09:30:00Z"),
-    # 4: an error body: the failed call has no model or usage; quarantined.
+    # 4: an error body logged alone: the failed call names no model; counted as a failure of no model.
     {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}, "request_id": "req_011E",
      "timestamp": "2026-11-16T09:40:00Z"},
     # 5: a Message logged without the time it arrived: quarantined.
@@ -276,11 +276,16 @@ def _quarantined(home: Path, source: str, day: str = DAY) -> dict[tuple[str, int
             for r in rows(home, "quality", "quarantine", day, where=f"source = '{source}'")}
 
 
-def _recon(home: Path, source: str, day: str = DAY) -> tuple[int, int, int, int, int, bool]:
-    """Rows read, accepted, quarantined, merged, skipped as not requests, and whether they balance."""
+def _recon(home: Path, source: str, day: str = DAY) -> tuple[int, int, int, int, int, int, bool]:
+    """Rows read, accepted, quarantined, merged, skipped as not requests, failures that name no model, and whether
+    they balance."""
     r = rows(home, "quality", "ingest_reconciliation_daily", day, where=f"source = '{source}'")[0]
     return (r["rows_read"], r["rows_accepted"], r["rows_quarantined"], r["duplicates_merged"],
-            r["skipped_not_request"], r["balanced"])
+            r["skipped_not_request"], r["failures_no_model"], r["balanced"])
+
+
+def _notes(home: Path, source: str, day: str = DAY) -> str | None:
+    return rows(home, "quality", "ingest_reconciliation_daily", day, where=f"source = '{source}'")[0]["notes"]
 
 
 def _figures(r: dict[str, Any]) -> tuple:
@@ -314,8 +319,9 @@ def test_litellm_spend_logs(landed: tuple[Path, Any]) -> None:
     assert got["7d0c2a8e-3b9f-4c61-a2d4-9e8f7a6b5c4d"]["session_id"] is None
     failures = {(r["status"], r["http_status"], r["error_type"], r["input_tokens"], r["output_tokens"])
                 for r in got.values() if r["status"] != "ok"}
+    # by kind (sql/common/failure_status.sql): a 429 and a 503 were refused before any model work, so rejected
     assert failures == {("rejected", 429, "RateLimitError", 0, 0), ("error", 500, "InternalServerError", 0, 0),
-                        ("timeout", 408, "Timeout", 0, 0), ("error", 503, "ServiceUnavailableError", 0, 0)}
+                        ("timeout", 408, "Timeout", 0, 0), ("rejected", 503, "ServiceUnavailableError", 0, 0)}
     # LiteLLM's own cache: all 300 prompt tokens cached, nothing generated.
     assert _figures(got["chatcmpl-L1_cache_hit1794830400.5"]) == (300, 300, 0, None, 0, 0)
     # Old LiteLLM + Anthropic: 100 + 4000 reads + 500 writes = 4600 input, 4000 cached, 600 recomputed.
@@ -325,11 +331,11 @@ def test_litellm_spend_logs(landed: tuple[Path, Any]) -> None:
     assert _figures(got["chatcmpl-C1"]) == (800, 600, 200, None, 100, None)
     assert (got["chatcmpl-C1"]["ttft_ms"], got["chatcmpl-C1"]["e2e_ms"], got["chatcmpl-C1"]["tenant_id"]) \
         == (250.0, 3250.0, "u-42")
-    assert _statuses(got) == {"ok": 5, "rejected": 1, "error": 2, "timeout": 1}
+    assert _statuses(got) == {"ok": 5, "rejected": 2, "error": 1, "timeout": 1}
     assert _quarantined(home, "litellm") == {
         ("spend_logs.jsonl", 8): "completion_tokens: -5 is below the minimum 0"}
     # 9 JSON lines + 2 CSV rows = 11 read: 9 accepted, line 8 quarantined, line 9 (a copy of line 1) merged.
-    assert _recon(home, "litellm") == (11, 9, 1, 1, 0, True)
+    assert _recon(home, "litellm") == (11, 9, 1, 1, 0, 0, True)
 
 
 def test_openai_responses(landed: tuple[Path, Any]) -> None:
@@ -352,14 +358,14 @@ def test_openai_responses(landed: tuple[Path, Any]) -> None:
     assert {(r["latency_measured"], r["ttft_ms"], r["e2e_ms"]) for r in got.values()} == {(False, None, None)}
     assert _statuses(got) == {"ok": 6, "error": 1}
     assert _quarantined(home, "openai") == {
-        ("responses.jsonl", 12): "response: missing: the Batch request failed (error.code batch_expired), so its line "
-                                 "has no model or created time to account it by; it used no tokens",
         ("responses.jsonl", 13): "usage: missing on every chunk of this stream: request it with "
                                  "stream_options.include_usage",
     }
-    # 13 lines: 7 requests accepted, lines 12-13 quarantined, 3 chunks of chatcmpl-O3 and the resp_O6 snapshot
-    # merged into their final copies.
-    assert _recon(home, "openai") == (13, 7, 2, 4, 0, True)
+    # 13 lines: 7 requests accepted, line 13 quarantined, 3 chunks of chatcmpl-O3 and the resp_O6 snapshot merged
+    # into their final copies, and line 12, the expired Batch request, a failure that names no model: refused
+    # before it ran, so rejected.
+    assert _recon(home, "openai") == (13, 7, 1, 4, 0, 1, True)
+    assert _notes(home, "openai") == "failures that name no model: rejected 1 (batch_expired)"
 
 
 def test_anthropic_messages_and_claude_code_sessions(landed: tuple[Path, Any]) -> None:
@@ -377,17 +383,18 @@ def test_anthropic_messages_and_claude_code_sessions(landed: tuple[Path, Any]) -
     assert _figures(got["msg_C2"]) == (62424, 62420, 4, 0, 90, None)
     assert {got[m]["session_id"] for m in ("msg_C1", "msg_C2")} == {"d25fe96c-sess-1"}
     assert {(r["status"], r["latency_measured"], r["ttft_ms"]) for r in got.values()} == {("ok", False, None)}
-    # Records Claude Code writes beside its replies by design (prompts, tool results, a summary, a rate-limit
-    # notice) are skipped, not quarantined: only the two bad lines are.
+    # Records Claude Code writes beside its replies by design (prompts, tool results, a summary) are skipped and
+    # failed calls (an error body, a rate-limit notice) counted, none quarantined: only the bad line is.
     assert _quarantined(home, "anthropic") == {
-        ("messages.jsonl", 4): "type: error: an error body (error.type overloaded_error) has no model, message id "
-                               "or usage to account the failed call by",
         ("messages.jsonl", 5): "timestamp: missing: a Message carries no time of its own; log the time its response "
                                "arrived beside it as timestamp (ISO 8601 or Unix seconds)",
     }
-    # 5 message lines + 9 session lines = 14 read: 5 accepted, 2 quarantined, 3 merged (msg_C1's two earlier
-    # records, msg_C2's sidechain replay) and 4 skipped: lines 1 and 5 (user), 8 (summary), 9 (isApiErrorMessage).
-    assert _recon(home, "anthropic") == (14, 5, 2, 3, 4, True)
+    # 5 message lines + 9 session lines = 14 read: 5 accepted, 1 quarantined, 3 merged (msg_C1's two earlier
+    # records, msg_C2's sidechain replay), 3 skipped (lines 1 and 5: user, 8: summary) and 2 failures that name no
+    # model: the overloaded error body (line 4) and Claude Code's rate-limit notice (line 9 of the session).
+    assert _recon(home, "anthropic") == (14, 5, 1, 3, 3, 2, True)
+    assert _notes(home, "anthropic") == \
+        "failures that name no model: rejected 1 (overloaded_error), rejected 1 (rate_limit)"
 
 
 def test_repeated_records_total_the_same_as_the_final_records_alone(landed: tuple[Path, Any]) -> None:
@@ -401,8 +408,8 @@ def test_repeated_records_total_the_same_as_the_final_records_alone(landed: tupl
 
     # 3 requests: 120 + 62422 + 62424 input, 64 + 61608 + 62420 cached, 812 writes, 40 + 211 + 90 output.
     assert totals(DAY) == totals(DAY2) == (3, 124966, 124092, 812, 341)
-    assert _recon(home, "anthropic", DAY2) == (5, 2, 0, 0, 3, True)  # the 3 skipped: 2 prompts and a summary
-    assert _recon(home, "openai", DAY2) == (1, 1, 0, 0, 0, True)
+    assert _recon(home, "anthropic", DAY2) == (5, 2, 0, 0, 3, 0, True)  # the 3 skipped: 2 prompts and a summary
+    assert _recon(home, "openai", DAY2) == (1, 1, 0, 0, 0, 0, True)
 
 
 def test_records_that_are_not_requests_are_neither_quarantined_nor_held_against_the_tolerance(
@@ -417,13 +424,13 @@ def test_records_that_are_not_requests_are_neither_quarantined_nor_held_against_
     # On the 16th each format quarantines real failures on purpose, far above 0.1%; the anthropic source is held
     # to its 2 bad lines of 14, its 4 records that are not requests are skipped. The 17th quarantines nothing.
     assert not tolerance.passed
-    assert "2026-11-16 anthropic: 2 of 14 rows (14.29%) quarantined" in tolerance.description
+    assert "2026-11-16 anthropic: 1 of 14 rows (7.14%) quarantined" in tolerance.description
     assert "2026-11-16 litellm: 1 of 11 rows" in tolerance.description
-    assert "2026-11-16 openai: 2 of 13 rows" in tolerance.description
+    assert "2026-11-16 openai: 1 of 13 rows" in tolerance.description
     assert "2026-11-17" not in tolerance.description
     # The warning lists the quarantined rows only: the 17th's prompts and summary are not among them.
     warning = checks["quarantine_empty"].description
-    assert "2026-11-16 anthropic: 2 row(s) quarantined" in warning and "2026-11-17" not in warning
+    assert "2026-11-16 anthropic: 1 row(s) quarantined" in warning and "2026-11-17" not in warning
 
 
 def test_prompt_and_reply_text_are_never_stored(landed: tuple[Path, Any]) -> None:

@@ -370,15 +370,16 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
                                     start + timedelta(days=i))).is_file()]
     if recon:
         print("\nIngest reconciliation (rows read = accepted + quarantined + duplicates merged + skipped as not "
-              "requests):")
-        for source, read, accepted, quarantined, merged, skipped, balanced in con.execute(
+              "requests + failed calls that name no model):")
+        for source, read, accepted, quarantined, merged, skipped, failures, balanced in con.execute(
                 "SELECT source, sum(rows_read), sum(rows_accepted), sum(rows_quarantined), sum(duplicates_merged), "
-                "sum(coalesce(skipped_not_request, 0)), bool_and(balanced) FROM read_parquet($f, "
-                "hive_partitioning = false, union_by_name = true) GROUP BY source ORDER BY source",
-                {"f": recon}).fetchall():
+                "sum(coalesce(skipped_not_request, 0)), sum(coalesce(failures_no_model, 0)), bool_and(balanced) "
+                "FROM read_parquet($f, hive_partitioning = false, union_by_name = true) GROUP BY source "
+                "ORDER BY source", {"f": recon}).fetchall():
             state = "balanced" if balanced else "NOT BALANCED"
+            failed = f" + {failures:>4,} failed, no model" if failures else ""
             print(f"  {source:<12} {read:>12,} read = {accepted:>12,} accepted + {quarantined:>6,} quarantined "
-                  f"+ {merged:>6,} merged + {skipped:>6,} skipped   {state}")
+                  f"+ {merged:>6,} merged + {skipped:>6,} skipped{failed}   {state}")
     home = shlex.quote(layout.name)  # pasted into a shell as it is, a space or a quote in it too
     print(f"\nQuery them: tokenledger sql --home {home} \"SELECT * FROM quality.quarantine\" (or in Python, "
           f"tokenledger.publish.warehouse.connect({layout.name!r})). The Dagster UI: tokenledger ui --home {home}")

@@ -1,8 +1,14 @@
 -- LiteLLM spend log records, typed by data_contracts/inputs/source_litellm.odcs.yaml (the relation "checked" below),
 -- mapped onto the gateway_request contract as text and kinds. Each choice is explained in tokenledger/ingest/adapters/litellm.py.
+-- A failure row is a request the provider refused or failed, of its model; one that names no model (a call refused
+-- before a model was chosen) is counted as a failure of no model (failure_no_model), never quarantined.
 WITH r AS (
     SELECT
         *,
+        status = 'failure' AND reason IS NULL AND coalesce(nullif(model_group, ''), nullif(model, '')) IS NULL
+            AS failure_no_model,
+        CASE WHEN status = 'failure' THEN try_cast(error_code AS INTEGER) END AS failed_http_status,
+        CASE WHEN status = 'failure' THEN coalesce(error_class, error_code) END AS failed_error_type,
         count(*) OVER (PARTITION BY session_id) AS session_rows,
         coalesce(cached_tokens, 0) + coalesce(cache_creation_tokens, 0) AS cache_parts,
         cache_hit = 'True' AS from_litellm_cache
@@ -12,8 +18,14 @@ SELECT
     source_line,
     line_problem,
     false AS not_request,
+    failure_no_model,
     NULL::VARCHAR AS source_note,
-    reason AS source_reason,
+    CASE
+        WHEN failure_no_model
+            THEN format('a failure row that names no model ({}): counted in the reconciliation''s failures_no_model',
+                        concat_ws(' ', 'HTTP ' || failed_http_status, failed_error_type))
+        ELSE reason
+    END AS source_reason,
     raw AS source_raw,
     request_id AS request_id__text, 'string' AS request_id__kind,
     startTime::VARCHAR AS received_at__text, NULL::VARCHAR AS received_at__kind,
@@ -25,9 +37,7 @@ SELECT
     'string' AS session_id__kind,
     CASE
         WHEN status = 'success' THEN 'ok'
-        WHEN error_class ILIKE '%timeout%' THEN 'timeout'
-        WHEN error_code IN ('401', '403', '429') THEN 'rejected'
-        ELSE 'error'
+        ELSE {failure_status}
     END AS status__text, 'string' AS status__kind,
     CASE
         WHEN from_litellm_cache THEN prompt_tokens

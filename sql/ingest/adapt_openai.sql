@@ -2,7 +2,8 @@
 -- (the relation "checked" below), mapped onto the gateway_request contract as text and kinds. Each choice is
 -- explained in tokenledger/ingest/adapters/openai.py. The copies of one id within the file (the chunks of a stream,
 -- snapshots of a Response) all map to the values of its final copy, the one with usage and a finished status, so
--- that the day's de-duplication merges them into one request.
+-- that the day's de-duplication merges them into one request. A Batch request that failed names no model (its
+-- output line has none): counted as a failure of no model (failure_no_model), never quarantined.
 WITH r AS (
     SELECT
         *,
@@ -32,16 +33,15 @@ WITH r AS (
 ), mapped AS (
     SELECT
         *,
+        valid AND batch_failed AS failure_no_model,
+        -- a failed Batch request's status and error code; a failed Response's error code
+        CASE WHEN valid AND batch_failed THEN status_code END AS failed_http_status,
+        CASE WHEN valid AND batch_failed THEN error_code ELSE f.error_code END AS failed_error_type,
         CASE
             WHEN NOT valid THEN reason
-            WHEN batch_failed AND status_code IS NULL
-                THEN format('response: missing: the Batch request failed ({}), so its line has no model or created '
-                            'time to account it by; it used no tokens',
-                            coalesce('error.code ' || error_code, 'no error code'))
             WHEN batch_failed
-                THEN format('response.status_code: {}: the Batch request failed ({}), so its line has no model or '
-                            'created time to account it by; it used no tokens', status_code,
-                            coalesce('error ' || error_code, 'no error code'))
+                THEN format('a failed Batch request names no model ({}): counted in the reconciliation''s '
+                            'failures_no_model', concat_ws(' ', 'HTTP ' || status_code, coalesce(error_code, 'no error code')))
             WHEN "object" IS NULL
                 THEN 'object: missing: the line is not a chat completion, a response or a Batch output line'
             WHEN f.status IN ('in_progress', 'queued')
@@ -61,6 +61,7 @@ SELECT
     source_line,
     line_problem,
     false AS not_request,
+    failure_no_model,
     NULL::VARCHAR AS source_note,
     source_reason,
     raw AS source_raw,
@@ -72,11 +73,10 @@ SELECT
     f.tenant AS tenant_id__text, 'string' AS tenant_id__kind,
     NULL::VARCHAR AS session_id__text, NULL::VARCHAR AS session_id__kind,
     CASE
+        WHEN failure_no_model THEN {failure_status}
         WHEN f.status = 'cancelled' THEN 'cancelled'
         WHEN f.status <> 'failed' OR f.status IS NULL THEN 'ok'
-        WHEN f.error_code = 'rate_limit_exceeded' THEN 'rejected'
-        WHEN f.error_code ILIKE '%timeout%' THEN 'timeout'
-        ELSE 'error'
+        ELSE {failure_status}
     END AS status__text, 'string' AS status__kind,
     input::VARCHAR AS input_tokens__text, 'integer' AS input_tokens__kind,
     (CASE WHEN f.has_usage THEN coalesce(f.cached, 0) ELSE 0 END)::VARCHAR AS cached_input_tokens__text,
@@ -89,8 +89,9 @@ SELECT
     NULL::VARCHAR AS e2e_ms__text, NULL::VARCHAR AS e2e_ms__kind,
     NULL::VARCHAR AS queue_ms__text, NULL::VARCHAR AS queue_ms__kind,
     NULL::VARCHAR AS itl_max_ms__text, NULL::VARCHAR AS itl_max_ms__kind,
-    NULL::VARCHAR AS http_status__text, NULL::VARCHAR AS http_status__kind,
-    CASE WHEN f.status = 'failed' THEN f.error_code END AS error_type__text, 'string' AS error_type__kind,
+    CASE WHEN failure_no_model THEN status_code END::VARCHAR AS http_status__text, 'integer' AS http_status__kind,
+    CASE WHEN failure_no_model THEN error_code WHEN f.status = 'failed' THEN f.error_code END AS error_type__text,
+    'string' AS error_type__kind,
     NULL::VARCHAR AS source_cost__text, NULL::VARCHAR AS source_cost__kind,
     'false' AS latency_measured__text, 'boolean' AS latency_measured__kind,
     -- the logs carry no prompt blocks: these requests stay out of the prefix-cache what-if

@@ -1,5 +1,6 @@
--- Per request source of the day: rows read, accepted, quarantined, duplicates merged and records skipped as not
--- requests, each counted on its own (read, quarantined and skipped from the checked rows, accepted from the
+-- Per request source of the day: rows read, accepted, quarantined, duplicates merged, records skipped as not
+-- requests and failed calls that name no model (failures_no_model, with their kinds in the notes), each counted on
+-- its own (read, quarantined and skipped from the checked rows, accepted from the
 -- core.gateway_requests file just written, merged as the valid copies of a request id that were not kept), so that
 -- a source that does not balance shows; and the notes its files' own totals gave (source_note), one per file.
 -- $sources: the sources to report (the canonical gateway always, an adapter when its folder exists).
@@ -10,7 +11,8 @@ WITH sources AS (
         c.source,
         count(*) AS rows_read,
         count(*) FILTER (WHERE c.reason IS NOT NULL AND NOT c.skipped) AS rows_quarantined,
-        count(*) FILTER (WHERE c.skipped) AS skipped_not_request,
+        count(*) FILTER (WHERE c.skipped AND NOT c.failure_no_model) AS skipped_not_request,
+        count(*) FILTER (WHERE c.failure_no_model) AS failures_no_model,
         string_agg(DISTINCT c.source_note, '; ' ORDER BY c.source_note) AS notes,
         count(*) FILTER (WHERE c.reason IS NULL AND d.request_id IS NOT NULL
                            AND NOT (c.file_index = d.kept.file_index AND c.source_line = d.kept.source_line))
@@ -18,6 +20,18 @@ WITH sources AS (
     FROM checked_gateway AS c
     LEFT JOIN gateway_duplicates AS d ON d.request_id = c.request_id AND c.reason IS NULL
     GROUP BY c.source
+), kinds AS (
+    -- the failed calls of no known model by kind and the provider's error: "rejected 2 (HTTP 429 rate_limit_error)"
+    SELECT source, format('failures that name no model: {}', string_agg(kind, ', ' ORDER BY kind)) AS note
+    FROM (
+        SELECT c.source, format('{} {} ({})', c.status, count(*),
+                                coalesce(nullif(concat_ws(' ', 'HTTP ' || c.http_status, c.error_type), ''),
+                                         'no status or error type')) AS kind
+        FROM checked_gateway AS c
+        WHERE c.failure_no_model
+        GROUP BY c.source, c.status, c.http_status, c.error_type
+    )
+    GROUP BY source
 ), accepted AS (
     SELECT source, count(*) AS rows_accepted FROM read_parquet({accepted_file}) GROUP BY source
 )
@@ -28,8 +42,10 @@ SELECT
     coalesce(c.rows_quarantined, 0) AS rows_quarantined,
     coalesce(c.duplicates_merged, 0) AS duplicates_merged,
     coalesce(c.skipped_not_request, 0) AS skipped_not_request,
-    c.notes
+    coalesce(c.failures_no_model, 0) AS failures_no_model,
+    nullif(concat_ws('; ', c.notes, k.note), '') AS notes
 FROM sources AS s
 LEFT JOIN checked AS c USING (source)
+LEFT JOIN kinds AS k USING (source)
 LEFT JOIN accepted AS a USING (source)
 ORDER BY s.source

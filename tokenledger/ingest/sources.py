@@ -55,7 +55,7 @@ from tokenledger.ingest.readers import (
     read_error,
 )
 from tokenledger.storage import lake
-from tokenledger.storage.duck import literal_path, run_sql, sql_path, statement
+from tokenledger.storage.duck import literal_path, run_sql, sql_path, sql_text, statement
 from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
@@ -82,6 +82,9 @@ class IngestCounts:
     rows_quarantined: int
     duplicates_merged: int
     skipped_not_request: int = 0
+    # Calls the provider refused or failed whose record names no model (an error body logged alone): requests,
+    # but of no model to account them by; their kinds are in the notes.
+    failures_no_model: int = 0
     # What the source's own totals say that the rows do not (a Codex session whose turns do not add up to its
     # last cumulative total), one sentence per file; None when nothing is to be said.
     notes: str | None = None
@@ -89,7 +92,7 @@ class IngestCounts:
     @property
     def balanced(self) -> bool:
         return self.rows_read == (self.rows_accepted + self.rows_quarantined + self.duplicates_merged
-                                  + self.skipped_not_request)
+                                  + self.skipped_not_request + self.failures_no_model)
 
     def as_row(self) -> dict[str, Any]:
         return {**asdict(self), "balanced": self.balanced}
@@ -183,12 +186,16 @@ def _unknown_fields(table: Table) -> str:
 _MISSING_REQUIRED = "regexp_matches(reason, ': required (but missing|when )')"
 
 
-def _passthrough(file_index: int, source: str, adapted: bool = False) -> list[str]:
+def _passthrough(file_index: int, source: str, adapted: bool = False, failures: bool = False) -> list[str]:
     """The staged columns beside the contract's. An adapter's mapping says which records are not requests
-    (`not_request`: counted as skipped, never quarantined) and what the file's own totals say (`source_note`)."""
+    (`not_request`: counted as skipped, never quarantined), which are calls the provider refused or failed that
+    name no model (`failure_no_model`, where the mapping reads failures: counted apart, never quarantined) and
+    what the file's own totals say (`source_note`)."""
     return [f"{file_index}::INTEGER AS file_index", "$file AS source_file", "source_line",
             "line_problem IS NULL AS is_record", f"'{source}' AS source",
-            "coalesce(not_request, false) AS skipped" if adapted else "false AS skipped",
+            ("coalesce(not_request OR failure_no_model, false) AS skipped" if failures
+             else "coalesce(not_request, false) AS skipped") if adapted else "false AS skipped",
+            "coalesce(failure_no_model, false) AS failure_no_model" if failures else "false AS failure_no_model",
             "source_note" if adapted else "NULL::VARCHAR AS source_note"]
 
 
@@ -197,7 +204,7 @@ def _passthrough(file_index: int, source: str, adapted: bool = False) -> list[st
 _LISTED_PASSTHROUGH = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
                        "list_extract($files, file_index + 1) AS source_file", "source_line",
                        "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source", "false AS skipped",
-                       "NULL::VARCHAR AS source_note"]
+                       "false AS failure_no_model", "NULL::VARCHAR AS source_note"]
 
 
 def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
@@ -461,9 +468,14 @@ def _adapted_query(adapter: Adapter, records: str, file_index: int) -> str:
                    f"FROM ({records}))")
     checked = validation_query(source_table, source_text, ["source_line", "line_problem"], gate="line_problem",
                                kinds=True)
-    mapped = statement(adapter.mapping, checked=checked)
+    fragments = {"checked": checked}
+    mapping = sql_text(adapter.mapping)
+    if "{failure_status}" in mapping:
+        fragments["failure_status"] = sql_text("failure_status")
+    mapped = statement(adapter.mapping, **fragments)
     return validation_query(load_contract("gateway_request").table(), mapped,
-                            _passthrough(file_index, adapter.name, adapted=True),
+                            _passthrough(file_index, adapter.name, adapted=True,
+                                         failures="failure_no_model" in mapping),
                             gate="coalesce(line_problem, source_reason)", kinds=True, labels=adapter.labels,
                             raw="source_raw")
 
@@ -606,8 +618,8 @@ def ingest_gateway_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, windo
 
     target = lake.day_file(layout.lake, "core", "gateway_requests", window.day)
     lake.write_query(con, statement("gateway_requests"), target, window.params())
-    counts = [IngestCounts(window.day, source, read, accepted, quarantined, merged, skipped, notes)
-              for source, read, accepted, quarantined, merged, skipped, notes in run_sql(
+    counts = [IngestCounts(window.day, source, read, accepted, quarantined, merged, skipped, failures, notes)
+              for source, read, accepted, quarantined, merged, skipped, failures, notes in run_sql(
                   con, "gateway_reconciliation", {"sources": present}, accepted_file=sql_path(target)).fetchall()]
     write_quality(con, layout, "requests", counts, quarantine_relation="checked_gateway")
     return counts
@@ -626,7 +638,8 @@ def _create_staged_view(con: duckdb.DuckDBPyConnection, name: str, staged: list[
     source = f"'{CANONICAL if name == 'staged_gateway' else 'billing'}' AS source"
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT NULL::INTEGER AS file_index, NULL::VARCHAR AS source_file, "
-        f"NULL::BIGINT AS source_line, true AS is_record, {source}, false AS skipped, NULL::VARCHAR AS source_note, "
+        f"NULL::BIGINT AS source_line, true AS is_record, {source}, false AS skipped, false AS failure_no_model, "
+        "NULL::VARCHAR AS source_note, "
         f"{extra}{typed}, NULL::VARCHAR AS raw, "
         "NULL::VARCHAR AS reason WHERE false"
     )
@@ -730,8 +743,9 @@ def write_quality(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage: str
     rows = [c.as_row() for c in counts]
     con.execute("CREATE OR REPLACE TEMP TABLE _reconciliation (day DATE, source VARCHAR, rows_read BIGINT, "
                 "rows_accepted BIGINT, rows_quarantined BIGINT, duplicates_merged BIGINT, "
-                "skipped_not_request BIGINT, notes VARCHAR, balanced BOOLEAN)")
+                "skipped_not_request BIGINT, failures_no_model BIGINT, notes VARCHAR, balanced BOOLEAN)")
     con.executemany("INSERT INTO _reconciliation VALUES ($day, $source, $rows_read, $rows_accepted, "
-                    "$rows_quarantined, $duplicates_merged, $skipped_not_request, $notes, $balanced)", rows)
+                    "$rows_quarantined, $duplicates_merged, $skipped_not_request, $failures_no_model, $notes, "
+                    "$balanced)", rows)
     lake.write_query(con, "SELECT * FROM _reconciliation ORDER BY source",
                      lake.day_file(layout.lake, "quality_parts", f"ingest_reconciliation_{stage}", day))

@@ -15,7 +15,8 @@ Reading one of its files takes four steps, all in DuckDB:
    are reported under the source's field names (`Adapter.labels`).
 
 The rows then join the canonical gateway rows: one request id is one request across every source of the day,
-and each source reconciles on its own (rows read = accepted + quarantined + merged + skipped, per source).
+and each source reconciles on its own (rows read = accepted + quarantined + merged + skipped + failures that name no
+model, per source).
 
 A folder may take more than one format (raw/openai/ takes OpenAI's responses and Codex CLI session logs): each
 JSON Lines file is told apart by its first records (tokenledger/ingest/adapters/detect.py), and a file whose records are

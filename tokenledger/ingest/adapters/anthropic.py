@@ -32,13 +32,20 @@ sql/ingest/adapt_anthropic.sql:
 - model = `message.model`; deployment_id is not given: the model's only deployment in force is used;
 - session_id = `sessionId` (a Claude Code session is one agent task); tenant = `tenant_id` where the logging code
   adds it, else `unattributed`;
-- status ok: a Message is a reply. A failed call leaves no Message: an error body (`type: error`) has no model, id
-  or usage and is quarantined with its error.type;
+- status ok: a Message is a reply. A failed call leaves no Message but an error body, `{"type": "error", "error":
+  {"type": ..., "message": ...}, "request_id": ...}` as the SDK's APIStatusError.body holds it, logged with the
+  time (`timestamp`), the HTTP status (`status_code`, APIStatusError.status_code) and, where the logging code
+  knows it, the model asked for (`model`) beside its fields; Claude Code writes an `isApiErrorMessage` record
+  (`apiErrorStatus`, `error`: rate_limit, server_error, ...). Either is a request the API refused or failed, never a
+  bad row: its kind from the status and error type (sql/common/failure_status.sql: 429, 529 and the other
+  refusals rejected, a timeout timeout, the rest error), no tokens, request_id = the body's request_id. Where the
+  record names its model it is a failed request of that model (in its success rate); where it does not (Claude
+  Code's record never does), it is counted in the reconciliation's failures_no_model, its kind in the notes;
 - records that are not model calls are skipped as not requests, counted in the reconciliation's
-  skipped_not_request (rows read = accepted + quarantined + merged + skipped), never quarantined, because Claude
-  Code writes them beside every reply by design: `type` user (prompts and tool results), summary, system and the
-  others; a message whose model is `<synthetic>` (written by Claude Code itself); an `isApiErrorMessage` record
-  (Claude Code's notice that a call failed, with no model or usage of its own);
+  skipped_not_request (rows read = accepted + quarantined + merged + skipped + failures of no model), never
+  quarantined, because Claude Code writes them beside every reply by design: `type` user (prompts and tool
+  results), summary, system and the others; a message whose model is `<synthetic>` (written by Claude Code
+  itself);
 - latency: neither a Message nor a Claude Code record measures it, so the requests count in tokens and cost but
   are not judged against the SLO (latency_measured false).
 """

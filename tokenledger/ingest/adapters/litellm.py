@@ -14,8 +14,10 @@ rules are data_contracts/inputs/source_litellm.odcs.yaml; the mapping is sql/ing
   which is a hash in 1.110 and could be a raw key in older versions: it is not read at all);
 - session_id is kept only when it repeats within the file: LiteLLM fills it with a fresh uuid per request when
   the caller sends none, and a session of one request would make every request its own agent task;
-- status: success -> ok; failure -> timeout (an error class naming a timeout), rejected (HTTP 401, 403 or
-  429: the request never reached a model), else error; http_status and error_type from error_information;
+- status: success -> ok; failure -> the kind sql/common/failure_status.sql gives: timeout (HTTP 408 or 504, or
+  an error class naming a timeout), rejected (any other 4xx, 503 or 529: the request never reached a model), else
+  error; http_status and error_type from error_information. A failure row that names no model (neither
+  model_group nor model) is counted in the reconciliation's failures_no_model, never quarantined;
 - input = prompt_tokens, which includes cache reads and writes; LiteLLM versions before 1.6x reported Anthropic's
   prompt_tokens without them, so when prompt_tokens is below reads + writes, they are added;
 - cached input = the usage's cached tokens (0 when the provider reports none), cache writes kept as such;

@@ -32,10 +32,13 @@ sql/ingest/adapt_openai.sql:
   included (reasoning_tokens kept beside, never added);
 - status: a chat completion is ok (a failed call returns an error body, not a completion); a Response is ok when
   completed or incomplete (it answered, up to max_output_tokens or a content filter), cancelled when cancelled,
-  and when failed: rejected for rate_limit_exceeded, timeout for a timeout code, else error, with its code as
-  error_type and no tokens when it has no usage;
-- quarantined, with a reason naming the field: a Batch line that failed (`response` missing or its `status_code`
-  400 or above): it has no model or time to account it by, and used no tokens; a Response still in_progress or
+  and when failed a failure of the kind its code says (sql/common/failure_status.sql: rate_limit_exceeded
+  rejected, a timeout code timeout, else error), with its code as error_type and no tokens when it has no usage;
+- a Batch line that failed (`response` missing or its `status_code` 400 or above) is a request the API refused
+  or failed, but its line names no model (the Batch output never does): counted in the reconciliation's
+  failures_no_model, its kind (from the status and error code; batch_expired is rejected) in the notes; never
+  quarantined;
+- quarantined, with a reason naming the field: a Response still in_progress or
   queued (its final copy is expected in a later log); a stream none of whose chunks has usage; a completion
   without usage;
 - latency: none of these objects measures it, so the requests count in tokens and cost but are not judged
