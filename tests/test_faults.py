@@ -144,8 +144,8 @@ LINES: dict[str, list[Case]] = {
                                          http_status=99), "http_status: 99 is below the minimum 100"),
         bad("missing deployment of a two-deployment model", rec("moe", model="moe", deployment_id=...),
             "model moe has 2 deployments in force"),
-        ok("duplicate keys: the first is read", b'{"request_id": "dupkey", "tenant_id": "first", "tenant_id": '
-           b'"second"' + rec("x")[rec("x").index(b", "):], tenant_id="first"),
+        bad("duplicate keys: neither is read", b'{"request_id": "dupkey", "tenant_id": "first", "tenant_id": '
+            b'"second"' + rec("x")[rec("x").index(b", "):], 'duplicate key "tenant_id" in the object at $'),
     ],
     "dups.jsonl": [
         ok("duplicate that finished last is kept", rec("d1", e2e_ms=9000.0), e2e_ms=9000.0),
@@ -373,7 +373,7 @@ def test_the_quarantine_keeps_no_prompt_text_object_or_key(faulty_day) -> None:
                 found.append(f"{path.relative_to(home)} holds {needle[:20]}")
     assert not found, found
     _, quarantined, _ = _fates(home, "gateway", "gateway_requests", gateway_dir(home, DAY))
-    raw = {where[1]: json.loads(r) for where, (_, r) in quarantined.items() if where[0] == "fields.jsonl"}
+    raw = {where[1]: json.loads(r) for where, (_, r) in quarantined.items() if where[0] == "fields.jsonl" and r}
     assert raw[1]["tenant_id"] == "[a JSON object was here, not kept]"
     assert raw[6]["tenant_id"] == "[looks like an API key, not kept]"
     assert raw[10]["tenant_id"].endswith("... [300 characters, not kept]") and len(raw[10]["tenant_id"]) < 120

@@ -173,7 +173,8 @@ NOT_EXACT = {
     "form feed before a record": (b"\x0c" + json.dumps(request("ff")).encode(), "line is not valid JSON"),
     "NUL byte": (b"\x00" + json.dumps(request("nul")).encode(), "holds NUL bytes, which JSON text never does"),
     "not UTF-8": (b'{"request_id": "\xff"}', "not UTF-8 text: save the file as UTF-8"),
-    "repeated key": (b'{"request_id": "a", "request_id": "b"}', "received_at: required but missing"),
+    "repeated key": (b'{"request_id": "a", "request_id": "b"}', 'duplicate key "request_id" in the object at $: a '
+                     "record must hold each key once (which value is meant cannot be told)"),
 }
 
 

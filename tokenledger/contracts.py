@@ -355,11 +355,15 @@ def typed_expr(col: Column, text: str, kind: str | None = None, parsed: str | No
                       else f"coalesce({kind} NOT IN ('{KIND_INTEGER}', '{KIND_FLOAT}'), true)")
         return f"(CASE WHEN NOT {blank} AND {scalar} AND {numbers_ok} THEN {text} END)"
     if physical == "TIMESTAMPTZ" and col.epoch:
-        # A number since the epoch (as a JSON number or digits in a string); anything else as ISO 8601 text.
+        # A number since the epoch (as a JSON number, or one written in a string); anything else as ISO 8601 text.
+        # Only a JSON number is a number (DuckDB's cast reads "1_000" and "inf"), and one beyond the timestamps a
+        # BIGINT of microseconds holds is no timestamp (a cast error would stop the file).
         scale = {"seconds": 1, "milliseconds": 1e3, "nanoseconds": 1e9}[col.epoch]
         number = f"try_cast({text} AS DOUBLE)"
-        return (f"(CASE WHEN {blank}{not_scalar} THEN NULL WHEN isfinite({number}) "
-                f"THEN make_timestamptz(({number} / {scale} * 1e6)::BIGINT) ELSE try_cast({text} AS TIMESTAMPTZ) END)")
+        micros = f"try_cast({number} / {scale} * 1e6 AS BIGINT)"
+        return (f"(CASE WHEN {blank}{not_scalar} THEN NULL WHEN regexp_full_match({text}, '{_JSON_NUMBER}') "
+                f"THEN CASE WHEN isfinite({number}) THEN make_timestamptz({micros}) END "
+                f"ELSE try_cast({text} AS TIMESTAMPTZ) END)")
     return f"(CASE WHEN NOT {blank} AND {scalar} THEN try_cast({text} AS {physical}) END)"
 
 
@@ -604,6 +608,60 @@ def json_value_columns(name: str, value: str, arrays: bool = False) -> str:
             f"WHEN 'UBIGINT' THEN {value}::VARCHAR WHEN 'DOUBLE' THEN {value}::VARCHAR "
             f"WHEN 'BOOLEAN' THEN {value}::VARCHAR {array}END AS {name}__text, "
             f"{JSON_KIND.format(v=value)} AS {name}__kind")
+
+
+# One step of a contract's JSON path: `.name`, `."dotted.name"` or `[index]` (`[*]`: every element).
+_PATH_STEP = re.compile(r'\.(?:"([^"]*)"|([^.\["]+))|\[[^\]]*\]')
+DUPLICATE_KEY = "a record must hold each key once (which value is meant cannot be told)"
+
+
+def read_objects(paths: list[str] | tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The JSON objects a record's fields are read from, by path (`$` the record itself), each with the keys read in
+    it: every step of every path (`$.usage.input_tokens` reads `usage` in `$` and `input_tokens` in `$.usage`)."""
+    objects: dict[str, list[str]] = {}
+    for path in paths:
+        parent = "$"
+        for step in _PATH_STEP.finditer(path.removeprefix("$")):
+            key = step.group(1) if step.group(1) is not None else step.group(2)
+            if key is not None and key not in objects.setdefault(parent, []):
+                objects[parent].append(key)
+            parent += step.group(0)
+    return {parent: tuple(keys) for parent, keys in objects.items()}
+
+
+def duplicate_key_problem(value: str, objects: dict[str, tuple[str, ...]], unparsed: bool = False) -> str:
+    """SQL for why the JSON value `value` cannot be read: a key of `objects` (`read_objects`) held twice in its object
+    (`duplicate key "input_tokens" in the object at $.usage: ...`, the first such object in `objects`' order); NULL
+    when there is none, or when `value` is NULL or not an object. A JSON parser keeps one of the two values, so
+    which one a record meant is unknown: the record is quarantined rather than read with either.
+
+    DuckDB keeps every copy of a key in json_keys: one parse of `value` gives the keys of all the paths without
+    a wildcard (json_keys takes a wildcard path only alone: one parse each). With `unparsed`, `value` is text that
+    may not be JSON at all (NULL here, its reader says why)."""
+    def keys(paths: str | list[str]) -> str:
+        found = f"json_keys({value}, {sql_literal(paths) if isinstance(paths, str) else _sql_list(paths)})"
+        return f"try({found})" if unparsed else found
+
+    def first_repeated(keys_list: str, read: tuple[str, ...]) -> str:
+        return (f"list_filter({keys_list}, lambda k, n: k IN ({', '.join(sql_literal(k) for k in read)}) "
+                f"AND list_position({keys_list}, k) < n)[1]")
+
+    def reason(key: str, parent: str) -> str:
+        after = sql_literal(f'" in the object at {parent}: {DUPLICATE_KEY}')
+        return f"'duplicate key \"' || left({key}, 80) || {after}"
+
+    plain = [p for p in objects if "[*]" not in p]
+    found = [reason(first_repeated(f"ks[{i}]", objects[p]), p) for i, p in enumerate(plain, start=1)]
+    problems = [f"list_transform([{keys(plain)}], lambda ks: coalesce({', '.join(found)}))[1]"] if plain else []
+    for p in objects:
+        if "[*]" in p:
+            every = f"flatten(list_transform({keys(p)}, lambda ks: [{first_repeated('ks', objects[p])}]))"
+            problems.append(reason(f"list_filter({every}, lambda k: k IS NOT NULL)[1]", p))
+    return f"coalesce({', '.join(problems)})" if len(problems) > 1 else (problems[0] if problems else "NULL")
+
+
+def _sql_list(values: list[str]) -> str:
+    return "[" + ", ".join(sql_literal(v) for v in values) + "]"
 
 
 def json_text_columns(table: Table, struct: str) -> str:

@@ -10,8 +10,8 @@ where a line that fails any of them becomes a quarantined row with its number, n
   line too. A file that ends with `\\n` has no empty line after it.
 - A UTF-8 byte-order mark at the start of the file is dropped; a UTF-16 or UTF-32 file stops with a message
   saying so (its lines could only be quarantined one by one, which hides the real problem).
-- A line longer than `max_line` bytes is counted and reported (`problem`), and its bytes are skipped without
-  being held in memory.
+- A line longer than `max_line` bytes is counted and reported (`problem`, naming the limit and the line), and its
+  bytes are skipped without being held in memory; a gzip file's lines alike.
 - gzip is decompressed as a stream (by ISA-L's igzip, 2-2.5x zlib's speed: the gzip module's interface); a
   truncated or corrupt gzip stops the file (its lines cannot be counted).
 """
@@ -62,6 +62,18 @@ def _check_encoding(path: Path, head: bytes) -> bytes:
     return head[len(_UTF8_BOM):] if head.startswith(_UTF8_BOM) else head
 
 
+# The start of the problem of a line over the limit (`too_long_problem`), which readers.check_some_records counts.
+TOO_LONG = "line longer than "
+
+
+def too_long_problem(line_no: int, max_line: int = MAX_LINE_BYTES) -> str:
+    """Why line `line_no` is not read: it holds more than `max_line` bytes (DuckDB's JSON reader is given the same
+    limit, `maximum_object_size`)."""
+    size = f"{max_line // (1 << 20)} MiB" if max_line % (1 << 20) == 0 else f"{max_line:,} bytes"
+    return (f"{TOO_LONG}{size} (line {line_no:,}): tokenledger reads a line of at most {max_line:,} bytes, so "
+            "this one is not read as a record")
+
+
 class _Batches:
     """Turns chunks of bytes into batches of whole lines, carrying an incomplete last line to the next chunk."""
 
@@ -88,19 +100,22 @@ class _Batches:
         if too_long.any():
             mask = pa.array(too_long)
             lines = pc.if_else(mask, pa.scalar(None, pa.large_binary()), lines)
-            problem = pc.if_else(mask, pa.scalar(self._too_long()), problem)
+            said = np.full(count, None, dtype=object)
+            said[too_long] = [self._too_long(int(n)) for n in numbers[too_long]]
+            problem = pa.array(said, pa.string())
         return pa.record_batch([pa.array(numbers), lines, problem, self._file_indexes(count)], schema=SCHEMA)
 
     def _file_indexes(self, count: int) -> pa.Array:
         return pa.array(np.full(count, self.file_index, dtype=np.int32))
 
-    def _too_long(self) -> str:
-        return f"line longer than {self.max_line // (1 << 20)} MiB: not a request record"
+    def _too_long(self, line_no: int) -> str:
+        return too_long_problem(line_no, self.max_line)
 
     def _reported_too_long(self) -> pa.RecordBatch:
         self.line_no += 1
         return pa.record_batch([pa.array([self.line_no], pa.int64()), pa.nulls(1, pa.large_binary()),
-                                pa.array([self._too_long()], pa.string()), self._file_indexes(1)], schema=SCHEMA)
+                                pa.array([self._too_long(self.line_no)], pa.string()), self._file_indexes(1)],
+                               schema=SCHEMA)
 
     def feed(self, data: bytes) -> Iterator[pa.RecordBatch]:
         if self.skipping:

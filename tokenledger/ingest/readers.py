@@ -26,7 +26,7 @@ import duckdb
 
 from tokenledger.contracts import json_value_columns
 from tokenledger.errors import InputFileError, LedgerError, environment_problem
-from tokenledger.ingest.lines import MAX_LINE_BYTES, LineStream
+from tokenledger.ingest.lines import MAX_LINE_BYTES, TOO_LONG, LineStream
 from tokenledger.storage.duck import register_arrow, sql_path, statement
 
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
@@ -118,13 +118,21 @@ def check_some_records(con: duckdb.DuckDBPyConnection, staged: Path, path: Path 
     by_file = "file_index" if isinstance(path, dict) else "0"
     counts = con.execute(
         f"SELECT {by_file}, count(*), count(*) FILTER (WHERE is_record), "
-        "count(*) FILTER (WHERE reason LIKE '%NUL bytes%') "
+        "count(*) FILTER (WHERE reason LIKE '%NUL bytes%'), "
+        f"min(source_line) FILTER (WHERE starts_with(reason, '{TOO_LONG}')) "
         f"FROM read_parquet({sql_path(staged)}) GROUP BY ALL ORDER BY 1").fetchall()
-    for index, lines, records, nul in counts:
-        _some_records(paths[index], lines, records, nul, what)
+    for index, lines, records, nul, too_long in counts:
+        _some_records(paths[index], lines, records, nul, what, too_long)
 
 
-def _some_records(path: Path, lines: int, records: int, nul: int, what: str) -> None:
+def _some_records(path: Path, lines: int, records: int, nul: int, what: str, too_long: int | None = None) -> None:
+    if lines and not records and too_long is not None:
+        # Not "none of its lines is a JSON object": a line over the limit was never parsed, so what it is is unknown.
+        raise InputFileError(
+            f"{path}: holds no record tokenledger can read: line {too_long:,} is longer than {MAX_LINE_BYTES:,} bytes "
+            f"({MAX_LINE_BYTES // (1 << 20)} MiB), the longest line it reads, and no other line of its {lines:,} is a "
+            f"JSON object. A JSON Lines {what} holds one record per line: split the file's records one per line (or "
+            "move it out of the landing folder), then re-run the day.")
     if lines and not records:
         hint = " (most hold NUL bytes: it looks like UTF-16 or a binary file)" if nul * 2 > lines else ""
         raise InputFileError(f"{path}: none of its {lines:,} lines is a JSON object{hint}, so it is not a JSON "

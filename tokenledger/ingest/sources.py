@@ -27,9 +27,11 @@ import duckdb
 
 from tokenledger.contracts import (
     Table,
+    duplicate_key_problem,
     json_text_columns,
     json_value_columns,
     load_contract,
+    read_objects,
     struct_spec,
     unknown_fields,
     validation_query,
@@ -393,8 +395,8 @@ def _stage_gateway_lines(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
     params = {"indexes": indexes, "files": [str(p) for p in paths], **day}
     try:
         with jsonl_lines(con, paths) as (cur, lines):
-            query = validation_query(table, _jsonl_text_relation(table, lines), _LISTED_PASSTHROUGH,
-                                     gate="line_problem", kinds=True, keep_raw=keep_raw,
+            query = validation_query(table, _jsonl_text_relation(table, _once_each(table, lines)),
+                                     _LISTED_PASSTHROUGH, gate="line_problem", kinds=True, keep_raw=keep_raw,
                                      unknown=_unknown_fields(table))
             _write_staged(cur, query, target, params)
     except (duckdb.Error, LedgerError):
@@ -408,6 +410,15 @@ def _stage_gateway_lines(con: duckdb.DuckDBPyConnection, files: dict[int, Landin
     return [target]
 
 
+def _once_each(table: Table, lines: str) -> str:
+    """The canonical lines (`jsonl_lines`), a line holding a contract field twice given its problem: which of the two
+    values is meant cannot be told. DuckDB's JSON reader refuses such a line (its file is read line by line); a key
+    outside the contract written twice is read by neither."""
+    problem = duplicate_key_problem("text", {"$": tuple(table.column_names)}, unparsed=True)
+    return (f"SELECT source_line, text, coalesce(line_problem, {problem}) AS line_problem, file_index "
+            f"FROM ({lines})")
+
+
 def _alone(target: Path, index: int) -> Path:
     return target.with_name(f"{target.stem}-{index:06d}.parquet")
 
@@ -417,7 +428,8 @@ def _stage_gateway_jsonl_alone(con: duckdb.DuckDBPyConnection, file: LandingFile
     table = load_contract("gateway_request").table()
     keep_raw, day = _day_params(window)
     with jsonl_lines(con, file.path) as (cur, lines):
-        query = validation_query(table, _jsonl_text_relation(table, lines), _passthrough(file_index, CANONICAL),
+        query = validation_query(table, _jsonl_text_relation(table, _once_each(table, lines)),
+                                 _passthrough(file_index, CANONICAL),
                                  gate="line_problem", kinds=True, keep_raw=keep_raw, unknown=_unknown_fields(table))
         try:
             _write_staged(cur, query, target, {"file": str(file.path), **day})
@@ -438,11 +450,25 @@ def _record_fields(adapter: Adapter, source_table: Table) -> list[str]:
     return fields
 
 
+# The objects of an OTLP line (one export request) that sql/ingest/otel_spans.sql reads a span from, and the keys it
+# reads in them: a line holding one of them twice is quarantined (its spans' records are built, not read).
+_LINE_PATHS = {"otel_spans": [
+    *(f"$.resourceSpans[*].{where}attributes[*].{key}" for where in ("resource.", "scopeSpans[*].spans[*].")
+      for key in ("key", "value.stringValue", "value.intValue", "value.doubleValue", "value.boolValue")),
+    *(f"$.resourceSpans[*].scopeSpans[*].spans[*].{key}" for key in ("spanId", "traceId", "name", "startTimeUnixNano",
+                                                                      "endTimeUnixNano", "status.code"))]}
+
+
 def _adapted_records(con: duckdb.DuckDBPyConnection, file: LandingFile, adapter: Adapter, source_table: Table,
                      lines: str | None) -> Any:
-    """A relation of the file's records as JSON objects: source_line, line_problem, j."""
+    """A relation of the file's records as JSON objects: source_line, line_problem, j. A JSON Lines record holding
+    a key the contract reads twice in one object is quarantined (`duplicate_key_problem`); with `adapter.records`,
+    the line is checked for the keys that statement reads."""
     if file.fmt == "jsonl":
-        records = (f"SELECT source_line, {parsed_line_problem('j')} AS line_problem, j FROM ("
+        paths = (_LINE_PATHS[adapter.records] if adapter.records
+                 else [path for col in source_table.columns for path in col.paths])
+        records = (f"SELECT source_line, coalesce({parsed_line_problem('j')}, "
+                   f"{duplicate_key_problem('j', read_objects(paths))}) AS line_problem, j FROM ("
                    f"SELECT source_line, line_problem, CASE WHEN line_problem IS NULL THEN try(text::JSON) END AS j "
                    f"FROM ({lines}))")
         return statement(adapter.records, lines=records) if adapter.records else records
