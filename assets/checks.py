@@ -242,7 +242,7 @@ def ingest_reconciliation_balanced(context: dg.AssetExecutionContext, ledger: Le
         "failures_no_model FROM read_parquet($f, union_by_name = true) WHERE NOT balanced ORDER BY day, source",
         {"f": files})
     examples = [f"{d} {s}: read {r} != accepted {a} + quarantined {q} + merged {m} + skipped {k}"
-                f" + failures of no model {n or 0}"
+                + (f" + failures of no model {n}" if n else "")
                 for d, s, r, a, q, m, k, n in broken]
     return dg.AssetCheckResult(
         passed=not broken,
@@ -317,16 +317,19 @@ def quarantine_empty(context: dg.AssetExecutionContext, ledger: LedgerResource) 
 
 
 @table_check(_RECONCILIATION, blocking=False,
-             description="Warns when a source's own totals disagree with its rows (a Codex session whose turns do "
-                         "not add up to its last total_token_usage), naming the file.")
-def source_totals_agree(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+             description="Warns with what a source's rows alone do not say, once per source and day: its own totals "
+                         "disagreeing with its rows (a Codex session whose turns do not add up to its last "
+                         "total_token_usage), failed calls that name no model, times written without a zone and "
+                         "read as UTC; each naming the file.")
+def source_notes_empty(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     noted = query_files("SELECT day, source, notes FROM read_parquet($f, union_by_name = true) "
                         "WHERE notes IS NOT NULL ORDER BY day, source",
                         {"f": _day_files(ledger, "quality", "ingest_reconciliation_daily", context)})
     return dg.AssetCheckResult(
         passed=not noted, severity=dg.AssetCheckSeverity.WARN,
         description=("; ".join(f"{d} {s}: {n}" for d, s, n in noted) if noted
-                     else "every source's own totals agree with its rows"),
+                     else "nothing noted: every source's totals agree with its rows, every failed call names its "
+                          "model and every time its zone"),
         metadata={"sources_with_notes": len(noted)},
     )
 

@@ -206,8 +206,8 @@ def test_a_session_whose_turns_do_not_add_up_is_reported_with_its_file(landed: t
     assert _recon(home, "openai", DAY2) == (4, 2, 0, 0, 2, True, note)
     checks = {e.event_specific_data.asset_check_key.name: e.event_specific_data for e in result.all_events
               if e.event_type_value == "ASSET_CHECK_EVALUATION"}
-    assert not checks["source_totals_agree"].passed
-    assert checks["source_totals_agree"].description == f"2026-11-17 openai: {note}"
+    assert not checks["source_notes_empty"].passed
+    assert checks["source_notes_empty"].description == f"2026-11-17 openai: {note}"
 
 
 def test_claude_code_records_that_are_not_requests_are_skipped_not_quarantined(landed: tuple[Path, Any]) -> None:

@@ -98,7 +98,8 @@ def test_every_row_is_accepted_quarantined_or_merged(home: Path) -> None:
     recon = {r["source"]: r for r in rows(home, "quality", "ingest_reconciliation_daily", DAY)}
     assert recon["gateway"] == {"day": recon["gateway"]["day"], "source": "gateway", "rows_read": 29,
                                 "rows_accepted": 13, "rows_quarantined": 12, "duplicates_merged": 4,
-                                "skipped_not_request": 0, "balanced": True, "notes": None}
+                                "skipped_not_request": 0, "failures_no_model": 0, "balanced": True,
+                                "notes": None}
     statuses: dict[str, int] = {}
     for r in accepted.values():
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1

@@ -15,7 +15,9 @@ Supported rule forms, all standard ODCS v3:
   hold a credential: a value that looks like an API key is rejected and never stored, see `KEY_PATTERN`),
   `default` (the text a missing value is read as), and for the contract of another format's records
   (tokenledger/ingest/adapters/): `path` (the JSON path, or list of paths tried in order, the field is read from) and
-  `epoch` (`seconds` or `nanoseconds`: a timestamp written as a number since the Unix epoch);
+  `epoch` (`seconds` or `nanoseconds`: a timestamp written as a number since the Unix epoch); `zoneless: utc` on a
+  timestamp whose format defines a time written without an offset as UTC (elsewhere such a time is still read as
+  UTC, but counted: `zoneless_fields`);
 - table: `custom` rules with engine `great-expectations` whose implementation is an expectation
   (`expect_column_pair_values_a_to_be_greater_than_b`), and `sql` rules whose query counts violating rows.
   A query of the form `SELECT COUNT(*) FROM <table> WHERE <condition>` is a row rule (each row is judged);
@@ -60,6 +62,7 @@ class Column:
     default: str | None = None
     paths: tuple[str, ...] = ()
     epoch: str | None = None
+    zoneless: str | None = None
     description: str = ""
 
     @property
@@ -217,6 +220,7 @@ def _parse_column(prop: dict[str, Any]) -> Column:
         paths=tuple(custom["path"]) if isinstance(custom.get("path"), list) else (
             (custom["path"],) if custom.get("path") else ()),
         epoch=custom.get("epoch"),
+        zoneless=custom.get("zoneless"),
         description=" ".join(str(prop.get("description", "")).split()),
     )
 
@@ -709,3 +713,20 @@ def validation_query(table: Table, text_relation: str, passthrough: list[str], g
         if gate:
             raw = f"CASE WHEN {gate} IS NULL THEN {raw} END"
     return f"SELECT {keep}, {', '.join(table.column_names)}, {raw} AS raw, {reason} AS reason FROM ({typed})"
+
+
+# A time of day followed by its own zone: Z, +HH, +HHMM, +HH:MM (and -), UTC, GMT or a zone name (Europe/Paris).
+_OFFSET = r":[0-9]{2}(\.[0-9]+)?\s*([Zz]|[+-][0-9]{2}(:?[0-9]{2})?|UTC|GMT|[A-Za-z_]+/[A-Za-z_/+-]+)\s*$"
+
+
+def zoneless_fields(table: Table, labels: dict[str, str] | None = None) -> str | None:
+    """A select-list expression over a validation query's typed relation (`<name>__text` beside the typed column)
+    naming the timestamp fields of the row written as text without an offset, which are read as UTC (`, `-joined,
+    NULL when none); None when the table has no timestamp whose format leaves the zone open. A number since the
+    epoch has no zone to leave out, and a column marked `zoneless: utc` is UTC by its format's definition."""
+    labels = labels or {}
+    tests = [f"CASE WHEN {c.name} IS NOT NULL AND NOT regexp_matches({text_of(c)}, {sql_literal(_OFFSET)}) "
+             f"AND NOT regexp_full_match({text_of(c)}, '{_JSON_NUMBER}') "
+             f"THEN {sql_literal(labels.get(c.name, c.name))} END"
+             for c in table.columns if c.physical_type.upper() == "TIMESTAMPTZ" and c.zoneless != "utc"]
+    return f"nullif(concat_ws(', ', {', '.join(tests)}), '')" if tests else None

@@ -92,6 +92,10 @@ def _rules(col: Column) -> str:
         parts.append(f"missing reads as `{col.default}`")
     if col.epoch:
         parts.append(f"or a number of {col.epoch} since the epoch")
+    if col.zoneless == "utc":
+        parts.append("without an offset: UTC, as the format defines")
+    elif col.physical_type.upper() == "TIMESTAMPTZ" and col.paths:
+        parts.append("without an offset: read as UTC, counted per file in the reconciliation's notes")
     return "; ".join(parts)
 
 

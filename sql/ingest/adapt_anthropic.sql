@@ -65,6 +65,7 @@ SELECT
     source_line,
     line_problem,
     not_request,
+    zoneless_fields,
     failure_no_model,
     NULL::VARCHAR AS source_note,
     CASE

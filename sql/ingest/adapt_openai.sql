@@ -61,6 +61,7 @@ SELECT
     source_line,
     line_problem,
     false AS not_request,
+    zoneless_fields,
     failure_no_model,
     NULL::VARCHAR AS source_note,
     source_reason,

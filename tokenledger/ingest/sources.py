@@ -35,6 +35,7 @@ from tokenledger.contracts import (
     struct_spec,
     unknown_fields,
     validation_query,
+    zoneless_fields,
 )
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.faults import failpoint
@@ -188,16 +189,20 @@ def _unknown_fields(table: Table) -> str:
 _MISSING_REQUIRED = "regexp_matches(reason, ': required (but missing|when )')"
 
 
-def _passthrough(file_index: int, source: str, adapted: bool = False, failures: bool = False) -> list[str]:
+def _passthrough(file_index: int, source: str, adapted: bool = False, failures: bool = False,
+                 zones: bool = False) -> list[str]:
     """The staged columns beside the contract's. An adapter's mapping says which records are not requests
     (`not_request`: counted as skipped, never quarantined), which are calls the provider refused or failed that
-    name no model (`failure_no_model`, where the mapping reads failures: counted apart, never quarantined) and
-    what the file's own totals say (`source_note`)."""
+    name no model (`failure_no_model`, where the mapping reads failures: counted apart, never quarantined), which
+    of the record's times were written without a zone and read as UTC (`zoneless_fields`, where the mapping keeps
+    them: counted per file in the reconciliation's notes) and what the file's own totals say (`source_note`).
+    The canonical log's received_at is UTC by its definition (docs/inputs.md)."""
     return [f"{file_index}::INTEGER AS file_index", "$file AS source_file", "source_line",
             "line_problem IS NULL AS is_record", f"'{source}' AS source",
             ("coalesce(not_request OR failure_no_model, false) AS skipped" if failures
              else "coalesce(not_request, false) AS skipped") if adapted else "false AS skipped",
             "coalesce(failure_no_model, false) AS failure_no_model" if failures else "false AS failure_no_model",
+            "zoneless_fields" if zones else "NULL::VARCHAR AS zoneless_fields",
             "source_note" if adapted else "NULL::VARCHAR AS source_note"]
 
 
@@ -206,7 +211,8 @@ def _passthrough(file_index: int, source: str, adapted: bool = False, failures: 
 _LISTED_PASSTHROUGH = ["list_extract($indexes, file_index + 1)::INTEGER AS file_index",
                        "list_extract($files, file_index + 1) AS source_file", "source_line",
                        "line_problem IS NULL AS is_record", f"'{CANONICAL}' AS source", "false AS skipped",
-                       "false AS failure_no_model", "NULL::VARCHAR AS source_note"]
+                       "false AS failure_no_model", "NULL::VARCHAR AS zoneless_fields",
+                       "NULL::VARCHAR AS source_note"]
 
 
 def _day_params(window: DayWindow | None) -> tuple[str | None, dict[str, Any]]:
@@ -492,8 +498,10 @@ def _adapted_query(adapter: Adapter, records: str, file_index: int) -> str:
     texts = ", ".join(json_value_columns(col.name, f"{col.name}__json") for col in source_table.columns)
     source_text = (f"SELECT source_line, line_problem, {texts} FROM (SELECT source_line, line_problem, {values} "
                    f"FROM ({records}))")
-    checked = validation_query(source_table, source_text, ["source_line", "line_problem"], gate="line_problem",
-                               kinds=True)
+    zones = zoneless_fields(source_table)
+    checked = validation_query(source_table, source_text,
+                               ["source_line", "line_problem", f"{zones or 'NULL::VARCHAR'} AS zoneless_fields"],
+                               gate="line_problem", kinds=True)
     fragments = {"checked": checked}
     mapping = sql_text(adapter.mapping)
     if "{failure_status}" in mapping:
@@ -501,7 +509,8 @@ def _adapted_query(adapter: Adapter, records: str, file_index: int) -> str:
     mapped = statement(adapter.mapping, **fragments)
     return validation_query(load_contract("gateway_request").table(), mapped,
                             _passthrough(file_index, adapter.name, adapted=True,
-                                         failures="failure_no_model" in mapping),
+                                         failures="failure_no_model" in mapping,
+                                         zones="zoneless_fields" in mapping),
                             gate="coalesce(line_problem, source_reason)", kinds=True, labels=adapter.labels,
                             raw="source_raw")
 
@@ -665,7 +674,7 @@ def _create_staged_view(con: duckdb.DuckDBPyConnection, name: str, staged: list[
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT NULL::INTEGER AS file_index, NULL::VARCHAR AS source_file, "
         f"NULL::BIGINT AS source_line, true AS is_record, {source}, false AS skipped, false AS failure_no_model, "
-        "NULL::VARCHAR AS source_note, "
+        "NULL::VARCHAR AS zoneless_fields, NULL::VARCHAR AS source_note, "
         f"{extra}{typed}, NULL::VARCHAR AS raw, "
         "NULL::VARCHAR AS reason WHERE false"
     )
