@@ -3,18 +3,26 @@
 -- last_token_usage. Each choice is explained in tokenledger/ingest/adapters/codex.py. $file: the file's path. A turn is
 -- numbered by the first line of its cumulative total (total_token_usage.total_tokens), so the copies Codex may write
 -- of one event share its number, map to its first copy's values, and the day's de-duplication merges them.
-WITH r AS (
+WITH u AS (
     SELECT
         *,
-        line_problem IS NULL AND type = 'event_msg' AND payload_type = 'token_count'
+        line_problem IS NULL AND type = 'event_msg'
             AND (reason IS NOT NULL
                  OR coalesce(input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, total_tokens,
-                             session_input_tokens, session_total_tokens) IS NOT NULL) AS is_token_count
+                             session_input_tokens, session_total_tokens) IS NOT NULL) AS has_usage
     FROM ({checked})
+), r AS (
+    -- An event_msg that carries token usage but no payload.type (missing, null, or not a string) cannot be told a
+    -- token count or not: quarantined naming payload_type, never counted nor skipped (a lost turn would be silent).
+    SELECT
+        *,
+        coalesce(has_usage AND payload_type = 'token_count', false) AS is_token_count,
+        coalesce(has_usage AND payload_type IS NULL, false) AS untyped_usage
+    FROM u
 ), c AS (
     SELECT
         *,
-        line_problem IS NULL AND type IS NOT NULL AND NOT is_token_count AS not_request,
+        line_problem IS NULL AND type IS NOT NULL AND NOT is_token_count AND NOT untyped_usage AS not_request,
         is_token_count AND reason IS NULL AND input_tokens IS NOT NULL AND output_tokens IS NOT NULL AS counted,
         coalesce(
             min_by(session_id, source_line) FILTER (WHERE type = 'session_meta' AND line_problem IS NULL) OVER (),
@@ -85,6 +93,9 @@ SELECT
                              THEN format('{} {}', type, coalesce(left(payload_type, 64), 'without payload.type'))
                              ELSE format('type {}', left(type, 64)) END)
         WHEN reason IS NOT NULL THEN reason
+        WHEN untyped_usage
+            THEN 'payload_type: required but missing (payload.type): an event_msg that carries token usage '
+                 '(payload.info) must say whether it is a token_count, or it can be neither counted nor skipped'
         WHEN NOT counted
             THEN 'last_token_usage: missing: a token_count with info must give the turn''s input_tokens and '
                  'output_tokens, or there is nothing to account it by'

@@ -35,7 +35,9 @@ data_contracts/inputs/source_codex.odcs.yaml; the mapping is sql/ingest/adapt_co
   figures; the turns are still accepted;
 - every record that is not a token count with info (session_meta, turn_context, response_item, compacted, the
   other event_msg types, a token_count whose info is null) is skipped as not a request (skipped_not_request),
-  never quarantined; a line that is not JSON, or a record without `type`, is quarantined;
+  never quarantined; a line that is not JSON, a record without `type`, or an event_msg that carries token usage
+  (`payload.info`) but no `payload.type` (it cannot be told a token count or not: counting it or skipping it would
+  both be a guess) is quarantined, the last naming payload_type;
 - latency: a token count measures none, so the requests count in tokens and cost but are not judged against the
   SLO (latency_measured false).
 """
