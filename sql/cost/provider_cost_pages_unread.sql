@@ -2,8 +2,9 @@
 -- cannot be compared, with why: a document that is not a page of either shape
 -- finance.provider_cost_reconciliation_daily reads (Anthropic's cost report: data[] buckets with starting_at;
 -- OpenAI's Costs API: object 'page', data[] buckets with start_time), a bucket whose start is not a time, or an
--- amount that is not a number (Anthropic's amount, a decimal string; OpenAI's amount.value). A page whose data[] is
--- empty has nothing to say and is not one.
+-- amount that is not a number (Anthropic's amount, a decimal string; OpenAI's amount.value), or an object (the page,
+-- a bucket, a result, its amount) holding a key twice. A page whose data[] is empty has nothing to say and is not
+-- one.
 WITH shaped AS (
     SELECT
         file,
@@ -83,9 +84,27 @@ currencies AS (
                      AS code_json
           FROM results)
     WHERE code IS NULL OR NOT regexp_full_match(code, '[A-Za-z]{3}')
+),
+repeated AS (
+    -- an object holding a key twice: a JSON parser keeps one of the two values, which one was meant cannot be told
+    SELECT file, format('{}: the key "{}" is written twice in one object, so which value is meant cannot be told',
+                        place, left(k, 80)) AS problem
+    FROM (
+        SELECT file, 'the page' AS place, json_keys(page) AS ks FROM shaped WHERE json_type(page) = 'OBJECT'
+        UNION ALL
+        SELECT file, format('data[{}]', b_index - 1), json_keys(b) FROM buckets
+        UNION ALL
+        SELECT file, format('data[{}].results[{}]', b_index - 1, r_index - 1), json_keys(r) FROM results
+        UNION ALL
+        SELECT file, format('data[{}].results[{}].amount', b_index - 1, r_index - 1), json_keys(r, '$.amount')
+        FROM results WHERE json_type(r, '$.amount') = 'OBJECT'
+    )
+    CROSS JOIN LATERAL (SELECT list_filter(ks, lambda key, n: list_position(ks, key) < n)[1] AS k)
+    WHERE k IS NOT NULL
 )
 SELECT DISTINCT file, problem
 FROM (SELECT file, problem FROM shaped WHERE problem IS NOT NULL
+      UNION ALL SELECT file, problem FROM repeated
       UNION ALL SELECT file, problem FROM times
       UNION ALL SELECT file, problem FROM amounts
       UNION ALL SELECT file, problem FROM currencies)

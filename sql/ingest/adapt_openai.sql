@@ -47,6 +47,9 @@ WITH r AS (
             WHEN f.status IN ('in_progress', 'queued')
                 THEN format('status: {}: the response had not finished when it was logged; log it once completed',
                             f.status)
+            WHEN NOT f.has_usage AND f.output IS NOT NULL
+                THEN format('prompt_tokens (or input_tokens): required: the usage of this {} counts output tokens '
+                            'but no prompt tokens', f."object")
             WHEN NOT f.has_usage AND f."object" = 'chat.completion.chunk'
                 THEN 'usage: missing on every chunk of this stream: request it with stream_options.include_usage'
             WHEN NOT f.has_usage AND coalesce(f.status, 'completed') NOT IN ('failed', 'cancelled')

@@ -33,9 +33,14 @@ _RECORDS = 8  # records looked at
 _LINE_BYTES = 1 << 20  # a longer line is not looked at (Claude Code's tool results can be megabytes)
 
 
+def _text(value: Any) -> str | None:
+    """A field's value when it is a string; a number, object or list in a type field says nothing of the format."""
+    return value if isinstance(value, str) else None
+
+
 def record_format(record: dict[str, Any]) -> str | None:
     """The format one record belongs to, None when its keys say nothing certain."""
-    kind = record.get("type")
+    kind = _text(record.get("type"))
     if "resourceSpans" in record:
         return "otlp"
     if "payload" in record and kind in CODEX_TYPES:
@@ -43,10 +48,10 @@ def record_format(record: dict[str, Any]) -> str | None:
     if ("sessionId" in record and kind in CLAUDE_CODE_TYPES) or (kind == "summary" and "leafUuid" in record):
         return "claude_code"
     message = record.get("message") if isinstance(record.get("message"), dict) else record
-    if message.get("type") == "message" and str(message.get("id", "")).startswith("msg_"):
+    if _text(message.get("type")) == "message" and str(message.get("id", "")).startswith("msg_"):
         return "anthropic_message"
     body = record.get("response", {}).get("body") if isinstance(record.get("response"), dict) else None
-    if record.get("object") in OPENAI_OBJECTS or "custom_id" in record and (body is None or isinstance(body, dict)):
+    if _text(record.get("object")) in OPENAI_OBJECTS or "custom_id" in record and (body is None or isinstance(body, dict)):
         return "openai"
     if "request_id" in record and ("startTime" in record or "call_type" in record or "model_group" in record):
         return "litellm"
