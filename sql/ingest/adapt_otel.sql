@@ -32,8 +32,9 @@ SELECT
     CASE
         WHEN line_problem IS NOT NULL THEN NULL
         WHEN not_request AND spans = 'none'
-            THEN 'not a request record: the line is an export request with no span (resourceSpans empty or absent); '
-                 'counted here, never accounted'
+            THEN 'not a request record: the line is an export request with no span (resourceSpans empty or null, '
+                 'or another signal''s export: resourceMetrics, resourceLogs or resourceProfiles); counted here, '
+                 'never accounted'
         WHEN not_request AND operation_name IS NOT NULL
             THEN format('not a request record: span {} is a gen_ai.operation.name {} span (only chat, '
                         'text_completion and generate_content spans are model calls); counted here, never accounted',
@@ -41,7 +42,31 @@ SELECT
         WHEN not_request
             THEN format('not a request record: span {} ({}) has no gen_ai.* model or usage attribute: not a model '
                         'call; counted here, never accounted', coalesce(spanId, '?'), coalesce(left(name, 64), 'unnamed'))
-        WHEN reason IS NOT NULL THEN format('span {}: {}', coalesce(spanId, '?'), reason)
+        -- an attribute of another OTLP value type (sql/ingest/otel_spans.sql keeps a kvlistValue or bytesValue as
+        -- an object, an arrayValue as an array; a boolValue is a boolean): its reason names the attribute and the
+        -- value types, the one it has and the one read
+        WHEN reason IS NOT NULL
+            THEN format('span {}: {}', coalesce(spanId, '?'), replace(replace(replace(replace(list_reduce(
+                [{'f': 'operation_name', 'a': 'gen_ai.operation.name'},
+                 {'f': 'provider_name', 'a': 'gen_ai.provider.name or gen_ai.system'},
+                 {'f': 'request_model', 'a': 'gen_ai.request.model'},
+                 {'f': 'response_model', 'a': 'gen_ai.response.model'},
+                 {'f': 'input_tokens', 'a': 'gen_ai.usage.input_tokens'},
+                 {'f': 'output_tokens', 'a': 'gen_ai.usage.output_tokens'},
+                 {'f': 'cache_read_tokens', 'a': 'gen_ai.usage.cache_read.input_tokens'},
+                 {'f': 'cache_creation_tokens', 'a': 'gen_ai.usage.cache_creation.input_tokens'},
+                 {'f': 'reasoning_tokens', 'a': 'gen_ai.usage.reasoning.output_tokens'},
+                 {'f': 'conversation_id', 'a': 'gen_ai.conversation.id'},
+                 {'f': 'error_type', 'a': 'error.type'},
+                 {'f': 'service_tier', 'a': 'openai.response.service_tier'},
+                 {'f': 'service_name', 'a': 'the resource''s service.name'}],
+                lambda r, x: regexp_replace(r, '(^|; )' || x.f || ': a value of type (object|array|boolean) is not a '
+                                               'valid (string|integer)',
+                                            '\1' || x.f || ' (attribute ' || x.a || '): an OTLP \2 value, '
+                                            'not a \3Value', 'g'),
+                reason), 'an OTLP object value', 'a kvlistValue or bytesValue'),
+                'an OTLP array value', 'an arrayValue'), 'an OTLP boolean value', 'a boolValue'),
+                'not a integerValue', 'not an intValue'))
         WHEN repeated
             THEN format('spanId: {} appears more than once in this line (one export request); the first copy is '
                         'accounted', spanId)
