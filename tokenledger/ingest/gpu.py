@@ -110,7 +110,7 @@ def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
              "CASE WHEN reason IS NOT NULL THEN json_path || ': ' || reason END AS reason, "
              '"timestamp" AS sampled_at, "UUID" AS gpu_uuid, Hostname AS hostname, gpu AS gpu_index, '
              f"modelName AS gpu_model, namespace, pod, {_measure_items(measure)} "
-             f"FROM ({validation_query(table, text, passthrough)})")
+             f"FROM ({validation_query(table, text, passthrough, kinds=True)})")
     try:
         lake.write_query(con, query, target, {"file": str(path)}, scratch=True, ordered=False)
     except duckdb.Error as exc:
