@@ -680,6 +680,9 @@ EXPECTED: dict[str, tuple[str, str, str | None]] = {
     "otel: input_tokens: null": ("quarantined", "required on a call that did not fail", None),
     "otel: output_tokens: missing": ("quarantined", "required on a call that did not fail", None),
     "otel: output_tokens: null": ("quarantined", "required on a call that did not fail", None),
+    # nvidia-smi's measures take their ranges from gpu_measures, shared with the Prometheus form.
+    **{f"nvidia_smi: {name}: negative": ("quarantined", "is below the minimum 0", None)
+       for name in ("power_draw", "utilization_gpu", "memory_used")},
     # A pair of one element: which of time and value is missing cannot be told.
     "prometheus: timestamp: missing": ("quarantined", "required but missing", None),
     # An attribute of another OTLP value type (a kvlistValue here) is never read as absent: the reason names both.

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import duckdb
 
-from tokenledger.contracts import load_contract, validation_query
+from tokenledger.contracts import load_contract, validation_query, violation_reasons
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.ingest.landing import GPU_SOURCE, LandingFile, landing_files
 from tokenledger.ingest.readers import csv_header, csv_rows, quoted, read_error
 from tokenledger.ingest.sources import IngestCounts, write_quality
 from tokenledger.storage import lake
-from tokenledger.storage.duck import run_sql, sql_path, statement
+from tokenledger.storage.duck import memory_limit_bytes, run_sql, sql_path, statement
 from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
@@ -49,19 +49,33 @@ SMI_FIELDS = {"timestamp": ("timestamp", None), "uuid": ("uuid", None), "index":
 _SMI_REQUIRED = ("timestamp", "uuid")
 
 
-def _document_bytes(path: Path) -> int:
+# A Prometheus response is one JSON document, which DuckDB's reader holds whole in memory (with its parse): it is
+# read only when it is at most this share of the connection's memory_limit once decompressed.
+DOCUMENT_SHARE = 8
+
+
+def _document_bytes(path: Path, limit: int) -> int:
     """The size of a Prometheus response once decompressed: DuckDB's JSON reader takes one object of at most a size
-    it is given, and allocates a buffer of that size (a gzip trailer holds the size modulo 4 GiB only: counted)."""
+    it is given, and allocates a buffer of that size (a gzip trailer holds the size modulo 4 GiB only: counted, and
+    no further than `limit`, so that a file that inflates without bound is refused as soon as it passes it)."""
     if not path.name.endswith(".gz"):
-        return path.stat().st_size + 1
-    size = 0
-    try:
-        with gzip.open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                size += len(chunk)
-    except (OSError, EOFError) as exc:
-        raise InputFileError(f"{path}: cannot be read ({exc}). Replace it with a complete copy (or move it out of "
-                             "the landing folder), then re-run the day.") from None
+        size = path.stat().st_size
+    else:
+        size = 0
+        try:
+            with gzip.open(path, "rb") as f:
+                while size <= limit and (chunk := f.read(1 << 20)):
+                    size += len(chunk)
+        except (OSError, EOFError) as exc:
+            raise InputFileError(f"{path}: cannot be read ({exc}). Replace it with a complete copy (or move it out "
+                                 "of the landing folder), then re-run the day.") from None
+    if size > limit:
+        inflated = " once decompressed" if path.name.endswith(".gz") else ""
+        raise InputFileError(
+            f"{path}: a Prometheus response of more than {limit / 2**20:,.0f} MiB{inflated}: it is read as one JSON "
+            f"document held in memory, and this run's memory_limit allows 1/{DOCUMENT_SHARE} of it per document. "
+            "Save the range query in smaller pieces (an hour, or a few hosts, per file), or raise the memory limit, "
+            "then re-run the day.")
     return size + 1
 
 # The staged shape of both forms (the columns gpu_day_rows.sql and the quarantine read).
@@ -77,7 +91,7 @@ def _measure_items(values: dict[str, str]) -> str:
 def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_index: int, target: Path) -> None:
     """One Prometheus range-query result, every sample typed and judged by the gpu_prometheus contract."""
     path = file.path
-    max_bytes = _document_bytes(path)
+    max_bytes = _document_bytes(path, memory_limit_bytes(con) // DOCUMENT_SHARE)
     # Said, not detected: DuckDB detects it by the name's extension, which the escapes of a path it must read
     # literally (duck.sql_path) can hide.
     compression = "gzip" if path.name.endswith(".gz") else "none"
@@ -109,8 +123,9 @@ def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
     query = (f"SELECT {', '.join(_STAGED[:8])}, "
              "CASE WHEN reason IS NOT NULL THEN json_path || ': ' || reason END AS reason, "
              '"timestamp" AS sampled_at, "UUID" AS gpu_uuid, Hostname AS hostname, gpu AS gpu_index, '
-             f"modelName AS gpu_model, namespace, pod, {_measure_items(measure)} "
+             f"modelName AS gpu_model, namespace, pod, {_measure_items(measure)}, json_path "
              f"FROM ({validation_query(table, text, passthrough, kinds=True)})")
+    query = _measure_rules(query, {m: f"{name} value" for name, m in DCGM_METRICS.items()}, "json_path || ': '")
     try:
         lake.write_query(con, query, target, {"file": str(path)}, scratch=True, ordered=False)
     except duckdb.Error as exc:
@@ -164,8 +179,21 @@ def stage_nvidia_smi(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
                  "$host AS hostname, \"index\" AS gpu_index, NULL::VARCHAR AS gpu_model, NULL::VARCHAR AS namespace, "
                  f"NULL::VARCHAR AS pod, {_measure_items(measure)} "
                  f"FROM ({validation_query(table, relation, passthrough, gate='line_problem', labels=labels)})")
+        query = _measure_rules(query, {m: labels[f] for m, f in measure.items() if f in labels}, "''")
         lake.write_query(con, query, target, {"file": str(path), "host": host_of(path)}, scratch=True,
                          ordered=False)
+
+
+def _measure_rules(query: str, labels: dict[str, str], prefix: str) -> str:
+    """`query`'s staged rows with the measures judged by data_contracts/inputs/gpu_measures.odcs.yaml, the ranges
+    every form shares (a value in another unit is out of range in each), each broken rule added to the row's reason
+    under the form's own field name (`labels`), after `prefix` (SQL: where in the file the value was)."""
+    measures = load_contract("gpu_measures").table()
+    # a whole value shown as written (2600, not 2600.0)
+    shown = {m: f"regexp_replace({m}::VARCHAR, '\\.0$', '')" for m in MEASURES}
+    broken = violation_reasons(measures, text_columns=shown, labels=labels)
+    return (f"SELECT {', '.join(_STAGED)} FROM (SELECT * REPLACE (nullif(concat_ws('; ', reason, "
+            f"CASE WHEN NOT skipped THEN {prefix} || ({broken}) END), '') AS reason) FROM ({query}))")
 
 
 def host_of(path: Path) -> str:
