@@ -267,6 +267,18 @@ def test_a_result_without_a_currency_stops_the_day_naming_file_position_and_rule
     assert "\n" not in said and "Traceback" not in said
 
 
+def test_a_file_larger_than_any_page_is_refused_before_it_is_read(reconciled: Path, tmp_path: Path) -> None:
+    # 17 MiB of one page: no cost API returns such a page (the reader's object limit is 16 MiB)
+    text = _openai_page((DAY_START, [{"amount": {"value": 0.5, "currency": "usd"}, "line_item": "x" * 17 * 2**20}]))
+    home, result = _rerun_with_page(reconciled, tmp_path, "openai-huge.json", text)
+    page = home / "raw" / "provider_costs" / "openai-huge.json"
+    assert not result.success
+    said = failure_text(result)
+    assert f"{page}: {page.stat().st_size:,} bytes, more than a page of a cost API holds (tokenledger reads a page " \
+        "of at most 16 MiB)." in said and said.endswith("then re-run the day."), said
+    assert "\n" not in said and "Traceback" not in said
+
+
 def test_a_page_with_more_whose_next_page_is_not_landed_leaves_the_day_flagged(reconciled: Path,
                                                                                tmp_path: Path) -> None:
     """OpenAI's day is only in a first page: the 14th and 15th (1.00 USD each), has_more true, next page

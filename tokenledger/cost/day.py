@@ -215,6 +215,9 @@ def build_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: HomeLayout
 
 
 PROVIDER_COST_FORMATS = {".json": "json"}
+# A page is read whole as one JSON object (DuckDB's default object size): the APIs' pages are far smaller (a few
+# buckets of a few results each), so a larger file is not a page and is refused before it is read.
+MAX_PAGE_BYTES = 16 * 2**20
 # What raw/provider_costs/ takes, said where a file is not it.
 PROVIDER_PAGES = ("A file is one page of Anthropic's cost report (GET /v1/organizations/cost_report: data[] buckets "
                   "with starting_at and results[]) or of OpenAI's Costs API (GET /v1/organization/costs: object "
@@ -232,6 +235,11 @@ def build_provider_cost_reconciliation(con: duckdb.DuckDBPyConnection, layout: H
     attach(con, layout, window, "deployments", "api_request_costs")
     cost_policy_in_force(con, layout, window)
     landed = landing_files(layout.raw / "provider_costs", PROVIDER_COST_FORMATS, "provider cost export")
+    for f in landed:
+        if f.path.stat().st_size > MAX_PAGE_BYTES:
+            raise LedgerError(f"{f.path}: {f.path.stat().st_size:,} bytes, more than a page of a cost API holds "
+                              f"(tokenledger reads a page of at most {MAX_PAGE_BYTES // 2**20} MiB). {PROVIDER_PAGES} "
+                              "Save each page as the API returned it, one file per page, then re-run the day.")
     files = [literal_path(f.path) for f in landed]
     pages = ("SELECT filename AS file, json AS page FROM read_json_objects($files, format = 'auto', filename = true)"
              if files else "SELECT NULL::VARCHAR AS file, NULL::JSON AS page WHERE false")
