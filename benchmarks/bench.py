@@ -31,10 +31,12 @@ cores, the slowest worker against the mean). `--only` runs some of the parts alo
 Every phase runs in a child process waited for with `os.wait4`, so its wall time, CPU time and peak resident memory
 are its own (not the running maximum of all children). The host's speed is measured at the start and the end (a
 fixed Python loop, `calibrate`), since the same code on the same machine has run 40% slower from one hour to the
-next. The figures are written to `<home>/bench.json`, and printed as the Markdown that also replaces the results
-section of docs/performance.md (between `<!-- bench:results -->` and `<!-- /bench:results -->`; the fan-out's
-between `<!-- bench:fanout -->` and `<!-- /bench:fanout -->` when the document has that section; `--no-docs` leaves
-them), so the document and the JSON cannot disagree. `python -m benchmarks.bench --markdown [bench.json]` prints that
+next. The figures are written to `<home>/bench.json` and printed as Markdown. The parts of a full bench (every part
+at its default size, each run succeeded) are also kept, without local paths, in the committed benchmarks/bench.json,
+and docs/performance.md's results section (between `<!-- bench:results -->` and `<!-- /bench:results -->`) and
+fan-out section (between `<!-- bench:fanout -->` and `<!-- /bench:fanout -->`) are rewritten from it, so that the
+document, the README's figures and the JSON cannot disagree (tests/test_readme_figures.py); a smoke or partial run
+leaves both alone (`--no-docs` always does). `python -m benchmarks.bench --markdown [bench.json]` prints that
 Markdown again from an earlier bench's JSON (`--docs docs/performance.md` also rewrites the section) and runs nothing.
 """
 
@@ -1083,6 +1085,112 @@ def write_results(doc: Path, result: dict) -> bool:
     return True
 
 
+# The committed figures: the last full bench's, each part of docs/performance.md rendered from its entry, so that the
+# document, the README's figures (tests/test_readme_figures.py) and this file cannot disagree. A full bench is every
+# part at its default size, each run succeeded; a smoke or partial run leaves the document and this file alone.
+COMMITTED_JSON = PROJECT / "benchmarks" / "bench.json"
+FULL_SIZES = (1_000_000, 10_000_000)
+FULL_FIXED = (5, 1000)  # days, requests a day
+FULL_BACKFILL = (30, 20_000)
+FULL_FANOUT = (8, 200_000, 2)  # days, requests a day, workers
+NO_RESULTS = ("No full bench's results are recorded yet. `make bench`, every part at its default size, writes them "
+              "here and to benchmarks/bench.json; a smoke or partial run leaves both as they are. The figures of "
+              "earlier full benches are in the history below.\n")
+NO_FANOUT = ("No full fan-out is recorded yet. `make bench` (or `make bench BENCH_ARGS=\"--only fanout\"`) at the "
+             "default size writes it here and to benchmarks/bench.json.\n")
+
+
+def not_full(result: dict, part: str) -> list[str]:
+    """Why `result` is not a full bench of `part` ("results": the days, the fixed cost and the backfill; "fanout"),
+    empty when it is one."""
+    why = []
+    if part == "fanout":
+        fanout = result.get("fanout")
+        if not fanout:
+            return ["no fan-out"]
+        measured = (fanout.get("days"), fanout.get("requests_per_day_asked"), fanout.get("workers"))
+        if measured != FULL_FANOUT:
+            why.append(f"the fan-out was {measured[0]} days of ~{measured[1]:,} through {measured[2]} workers, not "
+                       f"{FULL_FANOUT[0]} of ~{FULL_FANOUT[1]:,} through {FULL_FANOUT[2]}")
+        if not fanout.get("ok"):
+            why.append("a fan-out run FAILED or its tables differ")
+        return why
+    sizes = {d["requests_per_day_asked"] for d in result.get("days", [])}
+    if not set(FULL_SIZES) <= sizes:
+        why.append(f"days of {', '.join(f'{s:,}' for s in sorted(sizes)) or 'no size'} requests, not "
+                   f"{' and '.join(f'{s:,}' for s in FULL_SIZES)}")
+    if any(not d["run_ok"] for d in result.get("days", [])):
+        why.append("a day's run FAILED")
+    fixed, backfill = result.get("fixed"), result.get("backfill")
+    if not fixed or (fixed["days"], fixed["requests_per_day_asked"]) != FULL_FIXED:
+        why.append(f"the fixed cost not measured on {FULL_FIXED[0]} days of {FULL_FIXED[1]:,}")
+    elif not fixed.get("run_ok", True):
+        why.append("the fixed-cost run FAILED")
+    if not backfill or (backfill["days"], backfill["requests_per_day_asked"]) != FULL_BACKFILL:
+        why.append(f"the backfill not measured on {FULL_BACKFILL[0]} days of {FULL_BACKFILL[1]:,}")
+    elif not backfill.get("ok"):
+        why.append("a backfill run FAILED")
+    return why
+
+
+def without_local_paths(value: object, root: Path) -> object:
+    """`value` (a bench's JSON) with the bench's folder `root` named as the command line names it from the checkout
+    (`.bench`), or `<home>` outside it, so that no local path is committed."""
+    if isinstance(value, dict):
+        return {k: without_local_paths(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_local_paths(v, root) for v in value]
+    if isinstance(value, str):
+        try:
+            name = str(root.resolve().relative_to(PROJECT))
+        except ValueError:
+            name = "<home>"
+        return value.replace(str(root.resolve()), name).replace(str(PROJECT) + os.sep, "")
+    return value
+
+
+def committed_entries(result: dict) -> dict:
+    """The entries of the committed JSON a bench's `result` replaces: "results" (without the fan-out and its verdict)
+    when it is a full bench of the days, the fixed cost and the backfill; "fanout" when its fan-out is a full one."""
+    entries = {}
+    if not not_full(result, "results"):
+        entries["results"] = {**result, "fanout": None,
+                              "verdicts": [v for v in result.get("verdicts", []) if v.get("part") != "fanout"]}
+    if not not_full(result, "fanout"):
+        entries["fanout"] = {key: result.get(key) for key in ("started", "commit", "args", "seconds", "machine",
+                                                              "fanout")}
+        entries["fanout"]["verdicts"] = [v for v in result.get("verdicts", []) if v.get("part") == "fanout"]
+    return entries
+
+
+def committed_sections(committed: dict) -> tuple[str, str]:
+    """docs/performance.md's results and fan-out sections, rendered from the committed JSON."""
+    results, fanout = committed.get("results"), committed.get("fanout")
+    return (results_markdown(results) if results else NO_RESULTS,
+            fanout_section_markdown(fanout) if fanout else NO_FANOUT)
+
+
+def record_full_bench(result: dict, root: Path, doc: Path = PERFORMANCE_DOC,
+                      committed_json: Path = COMMITTED_JSON) -> list[str]:
+    """Keep the full parts of `result` (local paths removed) in the committed JSON and rewrite the sections of `doc`
+    from it; a part that is not a full bench is left as it was. Returns what was done, one line each."""
+    entries = committed_entries(without_local_paths(result, root))
+    said = [f"not a full bench of the {part} ({'; '.join(not_full(result, part))}): its section of {doc.name} and "
+            f"{committed_json.name} left as they are" for part in ("results", "fanout")
+            if part not in entries and (part == "results" or result.get("fanout"))]
+    if not entries:
+        return said
+    committed = {"results": None, "fanout": None,
+                 **(json.loads(committed_json.read_text()) if committed_json.exists() else {}), **entries}
+    text = doc.read_text()
+    results, fanout = committed_sections(committed)
+    text = replace_results(text, results)
+    text = replace_results(text, fanout, FANOUT_BEGIN, FANOUT_END)
+    committed_json.write_text(json.dumps(committed, indent=2, default=str) + "\n")
+    doc.write_text(text)
+    return [*said, f"{', '.join(entries)} of {committed_json} and {doc} rewritten"]
+
+
 def _commit() -> str | None:
     """The checkout's commit, with `+changes` when its work tree differs from it."""
     try:
@@ -1104,8 +1212,10 @@ def main(argv: list[str] | None = None) -> int:
                              ".bench/bench.json), and run nothing")
     parser.add_argument("--docs", type=Path, metavar="PATH",
                         help="the document whose results section (between <!-- bench:results --> and "
-                             "<!-- /bench:results -->) is rewritten from the results: by default docs/performance.md "
-                             "after a bench, none with --markdown")
+                             "<!-- /bench:results -->) is rewritten from the results, whatever the run was. Without "
+                             "it, after a bench, the parts measured in full (every part at its default size, each "
+                             "run succeeded) are kept in benchmarks/bench.json and docs/performance.md's sections "
+                             "rewritten from it; a smoke or partial run leaves both alone. None with --markdown")
     parser.add_argument("--no-docs", action="store_true", help="leave every document as it is")
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="requests of each measured day, comma-separated (default: 1000000,10000000)")
@@ -1231,10 +1341,12 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print_table(result)
     print(f"\nwritten to {out}")
-    doc = args.docs or PERFORMANCE_DOC
-    if not args.no_docs:
-        print(f"results section of {doc} rewritten" if write_results(doc, result)
-              else f"{doc} has no {RESULTS_BEGIN} section: left as it is")
+    if args.docs and not args.no_docs:  # a document named: written whatever the run was
+        print(f"results section of {args.docs} rewritten" if write_results(args.docs, result)
+              else f"{args.docs} has no {RESULTS_BEGIN} section: left as it is")
+    elif not args.no_docs:  # docs/performance.md and benchmarks/bench.json: a full bench's parts only
+        for line in record_full_bench(result, root):
+            print(line)
     return 0 if all(d["run_ok"] for d in result["days"]) and result.get("fixed", {}).get("run_ok", True) \
         and result.get("backfill", {}).get("ok", True) and result.get("fanout", {}).get("ok", True) else 1
 
