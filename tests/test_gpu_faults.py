@@ -81,6 +81,12 @@ def test_a_value_in_another_unit_is_quarantined_in_either_form_naming_its_own_fi
     }
     # 6 samples + 3 lines read: 4 accepted, 5 quarantined, balanced
     assert (counts.rows_read, counts.rows_accepted, counts.rows_quarantined, counts.balanced) == (9, 4, 5, True)
+    # nvidia-smi's times carry no zone (its host's local time): each of the 3 lines counted, in one note for the file;
+    # the Prometheus samples are Unix seconds
+    csv = layout.source_day_dir("gpu", date.fromisoformat(DAY)) / "node-z.csv"
+    assert counts.notes == (f"{csv}: 3 line(s) with a time written without a zone (timestamp), read as UTC; "
+                            "nvidia-smi writes its host's local time, so this is right only where the host runs in "
+                            "UTC (TZ=UTC)")
 
 
 def test_a_response_larger_than_its_share_of_memory_is_refused_before_it_is_read(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from tokenledger.contracts import load_contract, validation_query, violation_reasons
+from tokenledger.contracts import load_contract, validation_query, violation_reasons, zoneless_fields
 from tokenledger.errors import InputFileError, LedgerError
 from tokenledger.ingest.landing import GPU_SOURCE, LandingFile, landing_files
 from tokenledger.ingest.readers import csv_header, csv_rows, quoted, read_error
@@ -81,7 +81,7 @@ def _document_bytes(path: Path, limit: int) -> int:
 # The staged shape of both forms (the columns gpu_day_rows.sql and the quarantine read).
 _STAGED = ("file_index", "source_file", "source_line", "is_record", "source", "skipped", "skip_reason", "raw",
            "reason", "sampled_at", "gpu_uuid", "hostname", "gpu_index", "gpu_model", "namespace", "pod",
-           *MEASURES)
+           *MEASURES, "zoneless_fields")
 
 
 def _measure_items(values: dict[str, str]) -> str:
@@ -123,7 +123,8 @@ def stage_prometheus(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
     query = (f"SELECT {', '.join(_STAGED[:8])}, "
              "CASE WHEN reason IS NOT NULL THEN json_path || ': ' || reason END AS reason, "
              '"timestamp" AS sampled_at, "UUID" AS gpu_uuid, Hostname AS hostname, gpu AS gpu_index, '
-             f"modelName AS gpu_model, namespace, pod, {_measure_items(measure)}, json_path "
+             f"modelName AS gpu_model, namespace, pod, {_measure_items(measure)}, "
+             "NULL::VARCHAR AS zoneless_fields, json_path "
              f"FROM ({validation_query(table, text, passthrough, kinds=True)})")
     query = _measure_rules(query, {m: f"{name} value" for name, m in DCGM_METRICS.items()}, "json_path || ': '")
     try:
@@ -173,11 +174,12 @@ def stage_nvidia_smi(con: duckdb.DuckDBPyConnection, file: LandingFile, file_ind
         relation = f"SELECT source_line, line_problem, {header_again} AS header_again, {', '.join(texts)} FROM ({rows})"
         passthrough = [f"{file_index}::INTEGER AS file_index", "$file AS source_file", "source_line",
                        "line_problem IS NULL AS is_record", f"'{SOURCE}' AS source", "header_again AS skipped",
-                       "CASE WHEN header_again THEN 'the header line again' END AS skip_reason", "NULL AS json_path"]
+                       "CASE WHEN header_again THEN 'the header line again' END AS skip_reason", "NULL AS json_path",
+                       f"{zoneless_fields(table, labels) or 'NULL::VARCHAR'} AS zoneless_fields"]
         measure = {"power_w": "power_draw", "gpu_util_pct": "utilization_gpu", "fb_used_mib": "memory_used"}
         query = (f"SELECT {', '.join(_STAGED[:9])}, \"timestamp\" AS sampled_at, uuid AS gpu_uuid, "
                  "$host AS hostname, \"index\" AS gpu_index, NULL::VARCHAR AS gpu_model, NULL::VARCHAR AS namespace, "
-                 f"NULL::VARCHAR AS pod, {_measure_items(measure)} "
+                 f"NULL::VARCHAR AS pod, {_measure_items(measure)}, zoneless_fields "
                  f"FROM ({validation_query(table, relation, passthrough, gate='line_problem', labels=labels)})")
         query = _measure_rules(query, {m: labels[f] for m, f in measure.items() if f in labels}, "''")
         lake.write_query(con, query, target, {"file": str(path), "host": host_of(path)}, scratch=True,
@@ -251,8 +253,14 @@ def ingest_gpu_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: D
     read, quarantined, skipped, merged = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE reason IS NOT NULL AND NOT skipped), count(*) FILTER (WHERE skipped), "
         "count(*) FILTER (WHERE duplicate) FROM gpu_day").fetchone()
+    # nvidia-smi writes its host's local time without a zone: read as UTC, and said per file (docs/inputs.md)
+    (notes,) = con.execute(
+        "SELECT string_agg(note, '; ' ORDER BY note) FROM (SELECT format('{}: {} line(s) with a time written without "
+        "a zone ({}), read as UTC; nvidia-smi writes its host''s local time, so this is right only where the host "
+        "runs in UTC (TZ=UTC)', source_file, count(*), string_agg(DISTINCT zoneless_fields, ', ')) AS note "
+        "FROM staged_gpu WHERE zoneless_fields IS NOT NULL AND is_record GROUP BY source_file)").fetchone()
     counts = IngestCounts(window.day, SOURCE, read, read - quarantined - skipped - merged, quarantined, merged,
-                          skipped)
+                          skipped, notes=notes)
     write_quality(con, layout, SOURCE, [counts], quarantine_relation="gpu_day")
     return counts
 
