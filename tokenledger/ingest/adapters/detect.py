@@ -51,7 +51,8 @@ def record_format(record: dict[str, Any]) -> str | None:
     if _text(message.get("type")) == "message" and str(message.get("id", "")).startswith("msg_"):
         return "anthropic_message"
     body = record.get("response", {}).get("body") if isinstance(record.get("response"), dict) else None
-    if _text(record.get("object")) in OPENAI_OBJECTS or "custom_id" in record and (body is None or isinstance(body, dict)):
+    batch_line = "custom_id" in record and (body is None or isinstance(body, dict))
+    if _text(record.get("object")) in OPENAI_OBJECTS or batch_line:
         return "openai"
     if "request_id" in record and ("startTime" in record or "call_type" in record or "model_group" in record):
         return "litellm"
