@@ -15,6 +15,9 @@ import pytest
 # Partitions are fixed when the definitions load, from the first home a process sees unless this is set: tests
 # use many homes in one process, so they pin the default first day.
 os.environ.setdefault("TOKENLEDGER_START_DATE", "2024-01-01")
+# Likewise the last day: set and empty, partitions reach the last complete UTC day, whether or not a home was
+# generated (a generated home's config/generated.yaml would otherwise end them; tests/test_generated_home.py).
+os.environ.setdefault("TOKENLEDGER_END_DATE", "")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout
 SHARED = PROJECT_ROOT.parent / "shared"

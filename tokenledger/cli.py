@@ -90,12 +90,17 @@ def use_home(home: str | Path) -> HomeLayout:
     The home must exist with its config; the Dagster instance folder (`.dagster`) is created inside it (inside the
     work folder of a home on object storage, whose config is pulled first)."""
     from tokenledger.ingest.landing import START_DATE_ENV, home_start_date
+    from tokenledger.storage.generated import END_DATE_ENV, generated_last_day
 
     layout = home_layout(home)
     layout.check()
     # Before the definitions load in this process or a Dagster process it starts: they read it, never the home.
     if not os.environ.get(START_DATE_ENV):
         os.environ[START_DATE_ENV] = home_start_date(layout)
+    # A generated home's partitions end at its last day (config/generated.yaml, pulled by check() from a bucket);
+    # set, even empty, the variable wins.
+    if END_DATE_ENV not in os.environ and (last := generated_last_day(layout.config)) is not None:
+        os.environ[END_DATE_ENV] = last.isoformat()
     if layout.remote is not None:
         dagster_home = dagster_home_of(layout.home)
         prepare_instance(dagster_home)
@@ -120,6 +125,7 @@ def use_home(home: str | Path) -> HomeLayout:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from tokenledger.generate import MAX_PARTS, generate_landing_zone
+    from tokenledger.storage.generated import generated_last_day, write_generated
 
     wrong = [text for bad, text in (
         (args.days < 1, f"--days {args.days} must be at least 1"),
@@ -177,6 +183,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
                                              requests_per_day=args.requests_per_day)
             print(f"  load test: {folder.relative_to(home)} (a vllm bench serve sweep: "
                   f"{', '.join(f'{r:g}' for r in DEMO_BENCH_RATES)} req/s, {DEMO_BENCH_STEP_MINUTES} minutes each)")
+    # The home says where its data ends: its partitions end there and the schedule is off by default.
+    marker = write_generated(layout.config, summary.start + timedelta(days=summary.days - 1))
+    print(f"  {marker.relative_to(home)}: partitions end at {generated_last_day(layout.config)} and "
+          "daily_pipeline_schedule is stopped by default (delete it once real logs land here daily)")
     if layout.remote is not None:
         written = [p for folder in ("raw", "config") for p in (home / folder).rglob("*") if p.is_file()]
         print(f"  uploaded {push(layout.remote, home, written)} file(s) to {layout.remote.url} (raw/, config/)")
@@ -388,14 +398,18 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
 def _check_range(start: date, end: date, end_given: bool = True) -> None:
     """One line for a range the partitions cannot hold, instead of Dagster's traceback (naming --start when
     --end was not given)."""
-    from tokenledger.pipelines.partitions import FIRST_DAY, daily_partitions
+    from tokenledger.pipelines.partitions import FIRST_DAY, LAST_DAY, daily_partitions
 
     if start < FIRST_DAY:
         raise LedgerError(f"--start {start} is before the first day partitions reach, {FIRST_DAY} "
                           f"(TOKENLEDGER_START_DATE). Set TOKENLEDGER_START_DATE={start} to run it.")
+    option = "--end" if end_given else "--start"
+    if LAST_DAY is not None and end > LAST_DAY:
+        raise LedgerError(f"{option} {end} is after the last day partitions reach, {LAST_DAY} (TOKENLEDGER_END_DATE, "
+                          "from a generated home's config/generated.yaml): generate the days, or delete that file "
+                          "once real logs land in the home.")
     last = daily_partitions.get_last_partition_key()
     if last is None or end.isoformat() > last:
-        option = "--end" if end_given else "--start"
         raise LedgerError(f"{option} {end} is not a complete UTC day yet (the last one is {last}); a day runs once "
                           "it has ended.")
 
