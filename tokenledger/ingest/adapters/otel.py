@@ -12,9 +12,10 @@ mapping is sql/ingest/adapt_otel.sql:
 - one span is one request when it is a model call: `gen_ai.operation.name` chat, text_completion or
   generate_content (or, from an instrumentation that sets no operation name, a span with a gen_ai model or usage
   attribute). An agent or tool span (invoke_agent, execute_tool, create_agent), an embeddings span, any span
-  without gen_ai attributes (HTTP, database) and a line with no span are skipped as not requests, counted in
+  without gen_ai attributes (HTTP, database) and an export with no span (resourceSpans empty, or another signal's
+  export: resourceMetrics, resourceLogs, resourceProfiles) are skipped as not requests, counted in
   skipped_not_request and never quarantined: an agent span's usage is the sum of its model calls, which are
-  counted on their own;
+  counted on their own. A JSON object that is no OTLP export (no resourceSpans at all) is quarantined;
 - request_id = spanId: a batch the exporter wrote twice (a retry) repeats its spans on other lines, and the day's
   de-duplication merges the copies (the one that finished last is kept). A span id twice within one line is a
   broken export: the later copy is quarantined;
