@@ -198,7 +198,8 @@ def test_a_session_whose_turns_do_not_add_up_is_reported_with_its_file(landed: t
     got = {r["request_id"]: (r["input_tokens"], r["cached_input_tokens"], r["output_tokens"], r["reasoning_tokens"])
            for r in rows(home, "core", "gateway_requests", DAY2)}
     assert got == {f"{S2}:1": (1000, 0, 100, 0), f"{S2}:2": (2000, 1000, 50, 20)}  # accepted as they are
-    path = raw_dir(home, "openai", DAY2) / f"rollout-2026-11-17T08-00-00-{S2}.jsonl.gz"
+    # the file named by its place in the home, as every home that ran it publishes it
+    path = f"raw/openai/dt={DAY2}/rollout-2026-11-17T08-00-00-{S2}.jsonl.gz"
     note = (f"{path}: its 2 turn(s) add up to input 3000, cached 1000, output 150, reasoning 20, total 3150 tokens, "
             "but its last total_token_usage says input 3500, cached 1000, output 150, reasoning 20, total 3650: a "
             "turn is not in the file (a session resumed from another file, or a file cut short); its turns are "

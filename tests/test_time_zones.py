@@ -58,7 +58,7 @@ def _notes(home: Path) -> dict[str, str | None]:
 
 def test_zone_less_times_are_read_as_utc_and_counted_per_file_where_the_format_leaves_the_zone_open(day) -> None:
     home, _ = day
-    msgs = f"{home}/raw/anthropic/dt={DAY}/m.jsonl"
+    msgs = f"raw/anthropic/dt={DAY}/m.jsonl"  # by its place in the home, never the machine's path
     tail = ("read as UTC; if the source writes local time, its figures are shifted: write times with their offset "
             "(e.g. 2026-11-16T10:00:00Z)")
     # The message log: one record without a zone (msg_Z2 has Z, msg_Z3 is Unix seconds). The gateway's received_at

@@ -775,7 +775,10 @@ def write_quality(con: duckdb.DuckDBPyConnection, layout: HomeLayout, stage: str
         lake.write_query(con, "SELECT $day::DATE AS day, NULL::VARCHAR AS source, NULL::VARCHAR AS file, "
                               "NULL::BIGINT AS line, NULL::VARCHAR AS reason, NULL::VARCHAR AS raw WHERE false",
                          quarantine, {"day": day})
-    rows = [c.as_row() for c in counts]
+    # A note names a file by its place in the home (raw/gpu/dt=.../node-z.csv), never by the path of the machine or
+    # work folder that read it: two homes that ran the same files publish the same notes.
+    raw = str(layout.raw).rstrip("/") + "/"
+    rows = [{**c.as_row(), "notes": c.notes.replace(raw, "raw/") if c.notes else c.notes} for c in counts]
     con.execute("CREATE OR REPLACE TEMP TABLE _reconciliation (day DATE, source VARCHAR, rows_read BIGINT, "
                 "rows_accepted BIGINT, rows_quarantined BIGINT, duplicates_merged BIGINT, "
                 "skipped_not_request BIGINT, failures_no_model BIGINT, notes VARCHAR, balanced BOOLEAN)")
