@@ -1,6 +1,7 @@
 """The verdict as data (infra.capacity_verdict_daily, sql/capacity/capacity_verdict_daily.sql) on small hand-made
 tables run straight through the SQL (no Dagster): ok, policy, short, slo_missed, a hosted-API model, a bucket not
-judged, GPUs needed not known, and the gap's three parts adding up.
+judged, GPUs needed not known, and the gap's three parts adding up. Then one day of a small home through Dagster:
+the table is written, passes its contract, is published, and its GPUs needed is the plan's binding figure.
 
 The headroom policy is conftest's: 1 failure replica, and 10% + 10% + 5% + 5% applied in turn, a factor of
 1.1 x 1.1 x 1.05 x 1.05 = 1.334025 (33.4%).
@@ -8,11 +9,14 @@ The headroom policy is conftest's: 1 failure replica, and 10% + 10% + 5% + 5% ap
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
+from tests.conftest import DEPLOYMENTS_YAML, failure_text, gateway_dir, materialize, request, rows, write_jsonl
 from tokenledger.storage.duck import statement, used_params
 
 PCT = 1.1 * 1.1 * 1.05 * 1.05  # 1.334025
@@ -216,3 +220,47 @@ def test_without_gpus_needed_the_verdict_rests_on_the_slo_and_says_so() -> None:
         "ok", None, None, "no capacity figure")
     assert got["verdict_text"] == ("SLO not judged; GPUs needed not known (infra.capacity_plan_daily.plan_note says "
                                    "why)")
+
+
+# --- one day through Dagster ---------------------------------------------------------------------------------------
+
+DAY = "2026-11-17"
+HOSTED = """\
+  - deployment_id: claude-api
+    model: claude
+    kind: api
+    provider: anthropic
+    valid_from: 2026-11-01
+"""
+
+
+def test_the_day_publishes_one_verdict_per_deployment_with_the_plans_binding_gpus(home: Path) -> None:
+    (home / "config" / "deployments.yaml").write_text(DEPLOYMENTS_YAML + HOSTED)
+    t10 = datetime(2026, 11, 17, 10, tzinfo=UTC)
+    write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
+        request(f"p{k}", received_at=(t10 + timedelta(seconds=5 * k)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                e2e_ms=1000.0 if k % 2 else 2000.0) for k in range(60)])
+    result = materialize(DAY)
+    assert result.success, failure_text(result)
+
+    verdicts = {r["deployment_id"]: r for r in rows(home, "infra", "capacity_verdict_daily", DAY)}
+    plans = {r["deployment_id"]: r for r in rows(home, "infra", "capacity_plan_daily", DAY)}
+    # Every GPU deployment of the plan and the hosted one, which has no GPU figure.
+    assert sorted(verdicts) == sorted([*plans, "claude-api"])
+    for dep, plan in plans.items():
+        got = verdicts[dep]
+        assert (got["kind"], got["gpus_needed"], got["gpus_needed_rule"], got["gpus_in_force"]) == (
+            "gpu", plan["gpus_needed_binding"], plan["binding_sizing"], plan["gpus_deployed"])
+        assert got["gap_slo_capacity"] + got["gap_headroom"] + got["gap_redundancy"] == pytest.approx(
+            got["gpus_needed"] - got["gpus_in_force"], abs=1e-9)
+    hosted = verdicts["claude-api"]
+    assert (hosted["kind"], hosted["gpus_needed"], hosted["capacity_basis"]) == ("api", None, "provider-managed")
+    # m70 served 60 requests, all within SLO; the other models had none: not judged.
+    assert (verdicts["m70-h100"]["slo_met"], verdicts["m8-onprem"]["slo_met"], hosted["slo_met"]) == (
+        True, None, None)
+    # m8 had no request: 0 slots, so only the failure replica of 1 GPU against 4 in force.
+    m8 = verdicts["m8-onprem"]
+    assert (m8["gpus_needed"], m8["gap_slo_capacity"], m8["gap_headroom"], m8["gap_redundancy"], m8["verdict"]) == (
+        1.0, -4.0, 0.0, 1.0, "ok")
+    # Published with the day, beside the other infra tables.
+    assert (home / "exports" / "infra" / "capacity_verdict_daily" / f"day={DAY}" / "data.parquet").is_file()
