@@ -13,36 +13,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from tests.conftest import DEPLOYMENTS_YAML, failure_text, gateway_dir, materialize, request, rows, write_jsonl
-from tokenledger.storage.duck import statement, used_params
+from tests.verdict_sql import verdict_rows
 
 PCT = 1.1 * 1.1 * 1.05 * 1.05  # 1.334025
-
-SCHEMAS = {
-    "day_slo_policy": {"model": "VARCHAR", "attainment_target": "DOUBLE", "success_rate_target": "DOUBLE",
-                       "queue_p99_ms": "DOUBLE", "itl_p99_ms": "DOUBLE", "tpot_p99_ms": "DOUBLE"},
-    "day_slo_isl_bucket": {"model": "VARCHAR", "isl_bucket": "VARCHAR", "bucket_order": "INTEGER"},
-    "day_slo_daily": {"model": "VARCHAR", "isl_bucket": "VARCHAR", "attainment": "DOUBLE",
-                      "attainment_target": "DOUBLE", "attainment_met": "BOOLEAN", "success_rate": "DOUBLE",
-                      "success_rate_target": "DOUBLE", "success_rate_met": "BOOLEAN", "queue_p99_ms": "DOUBLE",
-                      "queue_p99_met": "BOOLEAN", "itl_p99_ms": "DOUBLE", "itl_p99_met": "BOOLEAN",
-                      "tpot_p99_ms": "DOUBLE", "tpot_p99_met": "BOOLEAN", "all_met": "BOOLEAN"},
-    "day_capacity_plan": {"model": "VARCHAR", "deployment_id": "VARCHAR", "gpus_needed_binding": "DOUBLE",
-                          "binding_sizing": "VARCHAR", "gpus_deployed": "DOUBLE", "gpus_per_replica": "INTEGER",
-                          "headroom_failure_replicas": "INTEGER", "base_gpus": "DOUBLE",
-                          "goodput_sizing_base_gpus": "DOUBLE", "headroom_scaling_lag_pct": "DOUBLE",
-                          "headroom_forecast_error_pct": "DOUBLE", "headroom_release_pct": "DOUBLE",
-                          "headroom_jitter_pct": "DOUBLE", "hours_over_capacity": "BIGINT"},
-    "day_capacity": {"model": "VARCHAR", "deployment_id": "VARCHAR", "capacity_source": "VARCHAR",
-                     "capacity_verified": "BOOLEAN", "loadtest_run_id": "VARCHAR",
-                     "other_configuration_run_id": "VARCHAR", "other_configuration_differences": "VARCHAR"},
-    "day_cost_per_mtok": {"model": "VARCHAR", "deployment_id": "VARCHAR", "currency": "VARCHAR",
-                          "cost_per_mtok_output": "DOUBLE", "cost_per_mtok_goodput": "DOUBLE"},
-    "day_deployments": {"model": "VARCHAR", "deployment_id": "VARCHAR", "kind": "VARCHAR"},
-}
 
 
 def _slo(model: str, bucket: str, **changes: Any) -> dict[str, Any]:
@@ -83,15 +59,7 @@ def _cap(model: str, source: str | None = "loadtest", verified: bool | None = Tr
 
 def _run(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The verdict's rows by deployment_id, from the hand-made day's tables."""
-    con = duckdb.connect()
-    for name, columns in SCHEMAS.items():
-        con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t in columns.items())})")
-        for row in tables.get(name, []):
-            con.execute(f"INSERT INTO {name} BY NAME SELECT " + ", ".join(f"${c} AS {c}" for c in row), row)
-    text = statement("capacity_verdict_daily")
-    cursor = con.execute(text, used_params(text, {"day": "2026-11-17"}))
-    names = [d[0] for d in cursor.description]
-    got = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    got = verdict_rows(tables)
     # The row rule of the contract: the three parts of the gap add up to gpus_needed - gpus_in_force.
     for r in got:
         if r["gpus_needed"] is not None:

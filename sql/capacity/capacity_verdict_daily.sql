@@ -6,7 +6,8 @@
 -- Reads the day's finished tables as views: day_capacity_plan (infra.capacity_plan_daily), day_capacity
 -- (infra.capacity_daily), day_slo_daily (infra.slo_daily), day_cost_per_mtok (finance.cost_per_mtok_daily),
 -- day_deployments (core.deployments_daily: the hosted-API deployments in force), and the SLO policy of the day
--- (day_slo_policy: the P99 limits slo_daily does not carry; day_slo_isl_bucket: the buckets' order).
+-- (day_slo_policy: every target and limit, the P99 limits slo_daily does not carry among them; day_slo_isl_bucket:
+-- the buckets' order).
 --
 -- GPUs needed is the plan's binding figure (gpus_needed_binding, the larger of the Erlang C plan and the peak
 -- sizing); its gap to the GPUs in force splits into gap_slo_capacity (the binding sizing's GPUs before headroom
@@ -25,7 +26,8 @@ WITH policy AS (
     FROM day_slo_policy
 ),
 slo AS (
-    SELECT s.*, b.bucket_order, p.queue_limit, p.itl_limit, p.tpot_limit,
+    SELECT s.* EXCLUDE (attainment_target, success_rate_target), b.bucket_order, p.attainment_target,
+           p.success_rate_target, p.queue_limit, p.itl_limit, p.tpot_limit,
            s.isl_bucket <> 'all' AND s.attainment_met IS NOT NULL AS judged_bucket
     FROM day_slo_daily AS s
     JOIN policy AS p USING (model)
@@ -202,7 +204,7 @@ gpu_words AS (
                                                                                ELSE 's' END
                                        || ' (' || (replicas_to_add * gpus_per_replica) || ' GPUs)',
                                        format('{:,.2f}', gpus_needed - gpus_in_force) || ' more GPUs')
-                || ' for ' || policy_items || bound_words
+                || coalesce(' for ' || nullif(policy_items, ''), '') || bound_words
             ELSE 'the ' || format('{:,.2f}', gpus_in_force) || ' GPUs in force hold the peak with the headroom policy ('
                  || format('{:,.2f}', gpus_needed) || ' needed)'
         END AS gpu_text
