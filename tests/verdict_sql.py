@@ -57,10 +57,17 @@ def review_verdict_rows(day: date, policy: Mapping[str, Mapping[str, Any]], slo:
                         plan: Sequence[Mapping[str, Any]], capacity: Sequence[Mapping[str, Any]],
                         cost_history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The verdict of a hand-made Review's day, as infra.capacity_verdict_daily would publish it: its GPU
-    deployments (the plan's rows; hosted-API deployments are not in a hand-made Review's inventory)."""
+    deployments (the plan's rows) and, as hosted-API deployments, every other model with SLO or cost rows (its
+    deployment as the cost rows name it, else the model's name)."""
+    gpu = {p["model"] for p in plan} | {c["model"] for c in capacity}
+    today = [r for r in cost_history if r["day"] == day]
+    hosted = {(r["model"], r["deployment_id"]) for r in today if r["model"] not in gpu}
+    hosted |= {(r["model"], r["model"]) for r in slo if r["model"] not in gpu | {m for m, _ in hosted}}
     buckets = [{"model": m, "isl_bucket": b["isl_bucket"], "bucket_order": k} for m, p in policy.items()
                for k, b in enumerate(p.get("isl_buckets", []))]
     return verdict_rows({"day_slo_policy": [{"model": m, **p} for m, p in policy.items()],
                          "day_slo_isl_bucket": buckets, "day_slo_daily": slo, "day_capacity_plan": plan,
                          "day_capacity": capacity,
-                         "day_cost_per_mtok": [r for r in cost_history if r["day"] == day]}, day.isoformat())
+                         "day_cost_per_mtok": today,
+                         "day_deployments": [{"model": m, "deployment_id": d, "kind": "api"} for m, d in hosted]},
+                        day.isoformat())

@@ -668,6 +668,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
                                    "slo_goodput, goodput_per_watt, goodput_per_watt_nominal", run_days),
         run_id=run_id,
         published_run_id=run_id,
+        verdict=_day_rows(con, layout, window, "infra", "capacity_verdict_daily"),
     )
 
 
