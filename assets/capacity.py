@@ -2,10 +2,10 @@
 (docs/metrics.md, sections 5 and 6).
 
 core.loadtest_steps and core.capacity_windows are internal and say where a capacity figure came from;
-infra.capacity_daily, infra.load_hourly and infra.capacity_plan_daily are published (docs/tables.md); the
-capacity review is written after the day is published. The logic is in tokenledger/capacity/day.py (the rules and
-the queueing math of tokenledger/capacity/queueing.py), tokenledger/report/review.py (the review) and the SQL file named
-after each table.
+infra.capacity_daily, infra.load_hourly, infra.capacity_plan_daily and infra.capacity_verdict_daily are published
+(docs/tables.md); the capacity review is written after the day is published. The logic is in
+tokenledger/capacity/day.py (the rules and the queueing math of tokenledger/capacity/queueing.py),
+tokenledger/report/review.py (the review) and the SQL file named after each table.
 """
 
 from pathlib import Path
@@ -23,6 +23,7 @@ from tokenledger.capacity.day import (
     build_capacity_daily,
     build_capacity_plan,
     build_capacity_review,
+    build_capacity_verdict,
     build_capacity_windows,
     build_load_hourly,
     build_loadtest_steps,
@@ -103,6 +104,21 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
     docs/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@table_asset("infra.capacity_verdict_daily")
+def capacity_verdict_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The verdict every reader shows, decided here and nowhere else: per deployment (GPU and hosted-API), SLO met
+    or the figures missed, GPUs needed (the plan's binding figure and its rule) against GPUs in force with the gap
+    split into the peak, the headroom percentages and the redundancy replicas, the verdict ('ok', 'policy', 'short',
+    'slo_missed') and its words, $/MTok delivered and under SLO, the capacity basis and the hours over capacity.
+
+    Grain: day x model x deployment_id (every GPU deployment of the plan, every hosted-API deployment in force).
+    Source: infra.capacity_plan_daily, infra.capacity_daily, infra.slo_daily, finance.cost_per_mtok_daily,
+    core.deployments_daily, config/slo.yaml (the P99 limits). Definition: docs/metrics.md, 6.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_verdict(con, ledger.layout, window),
                         needs_config=True)
 
 

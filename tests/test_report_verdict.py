@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.verdict_sql import review_verdict_rows
 from tokenledger.report.review import (
     Review,
     attainment_chart,
@@ -70,6 +71,9 @@ def _review(slo: list[dict[str, Any]], **changes: Any) -> Review:
         "cost_history": [{"day": DAY, "model": "m", "deployment_id": "m-a", "currency": "USD",
                           "cost_per_mtok_goodput": 2.0, "cost_total": 100.0, "compliant_output_tokens": 50_000_000}]}
     fields.update(changes)
+    if "verdict" not in changes:  # the day's verdict as infra.capacity_verdict_daily decides it from these rows
+        fields["verdict"] = review_verdict_rows(fields["day"], fields["policy"], fields["slo"], fields["plan"],
+                                                fields["capacity"], fields["cost_history"])
     return Review(**fields)
 
 

@@ -577,6 +577,24 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     return {"rows": rows, "gpus_needed": sum(f["gpus_needed"] or 0 for f in figures)}
 
 
+# --- infra.capacity_verdict_daily ----------------------------------------------------------------------------------
+
+def build_capacity_verdict(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
+    """Write infra.capacity_verdict_daily for the day (sql/capacity/capacity_verdict_daily.sql): the verdict of each
+    deployment from the day's finished tables, and the SLO policy for the limits and bucket order they were judged by.
+    Returns the count of each verdict."""
+    judge_requests(con, layout, window)  # day_slo_policy, day_slo_isl_bucket, day_deployments
+    attach_day(con, layout, window, "day_capacity_plan", "infra", "capacity_plan_daily")
+    attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
+    attach_day(con, layout, window, "day_slo_daily", "infra", "slo_daily")
+    attach_day(con, layout, window, "day_cost_per_mtok", "finance", "cost_per_mtok_daily")
+    rows = write_table(con, layout, window, "infra", "capacity_verdict_daily")
+    path = lake.day_file(layout.lake, "infra", "capacity_verdict_daily", window.day)
+    counts = dict(con.execute("SELECT verdict, count(*) FROM read_parquet($file) GROUP BY verdict",
+                              {"file": literal_path(path)}).fetchall())
+    return {"rows": rows, **{f"verdict_{v}": counts.get(v, 0) for v in ("ok", "policy", "short", "slo_missed")}}
+
+
 
 # --- the capacity review report ------------------------------------------------------------------------------------
 
@@ -650,6 +668,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
                                    "slo_goodput, goodput_per_watt, goodput_per_watt_nominal", run_days),
         run_id=run_id,
         published_run_id=run_id,
+        verdict=_day_rows(con, layout, window, "infra", "capacity_verdict_daily"),
     )
 
 

@@ -6,8 +6,10 @@ published), no script and no external reference; every piece of text is escaped.
 and lines without the charts: both print `document(review)`. Figures are formatted by `fmt` so that a reader (and a
 test) finds the published number.
 
-GPU-served models (a deployment in infra.capacity_daily) are judged against their capacity; hosted-API models
-(provider-managed, no capacity row) get their own verdict rows and sections, without a GPU figure. A model in force
+The verdict is infra.capacity_verdict_daily's (sql/capacity/capacity_verdict_daily.sql): the review prints its SLO
+verdict, missed figures, GPUs needed, gap and capacity basis, and decides none of them. GPU-served models (a
+deployment in infra.capacity_daily) get a verdict row against their capacity; hosted-API models (provider-managed,
+no capacity row) get their own verdict rows and sections, without a GPU figure. A model in force
 without a request on the day, and any chart or table without data (no cost rows, no latency in usage-only logs, no
 what-if rows, no capacity rows, an empty day), is left out with one line saying why.
 """
@@ -63,7 +65,8 @@ class Review:
     `whatif`: infra.cache_whatif_daily rows (per deployment and prefix-cache scenario); `gpu_usage_history`:
     infra.gpu_usage_daily rows (day, deployment_id, gpus, gpus_measured, power_w, power_basis, raw_throughput,
     slo_goodput, goodput_per_watt, goodput_per_watt_nominal) of every published day up to this one; `run_id`: the
-    Dagster run writing the review; `published_run_id`: the run that published the day's figures.
+    Dagster run writing the review; `published_run_id`: the run that published the day's figures; `verdict`:
+    infra.capacity_verdict_daily rows (one per deployment), the verdict the review prints and never decides again.
     """
 
     day: date
@@ -82,6 +85,7 @@ class Review:
     gpu_usage_history: list[Row] = field(default_factory=list)
     run_id: str | None = None
     published_run_id: str | None = None
+    verdict: list[Row] = field(default_factory=list)
 
 
 # --- formatting ----------------------------------------------------------------------------------------------------
@@ -160,52 +164,13 @@ class Table:
     numeric: set[int] = field(default_factory=set)
 
 
-def missed_figures(review: Review, model: str) -> list[str]:
-    """Every commitment the model missed on the day, naming the figure against its commitment, e.g.
-    'success rate 0.9991 < 0.9995' or 'bucket 4k-32k attainment 0.9820 < 0.99' (infra.slo_daily).
-
-    Attainment is named per judged ISL bucket (seed 003: never the whole-model mean instead); the success rate and
-    the P99s from the model's 'all' row, then any bucket that missed one the model as a whole met.
-    """
-    policy = review.policy.get(model, {})
-    rows = _slo_rows(review, model)
-    whole = next((r for r in rows if r["isl_bucket"] == "all"), None)
-    buckets = [r for r in rows if r["isl_bucket"] != "all"]
-    target = policy.get("attainment_target")
-    out = [f"bucket {r['isl_bucket']} attainment {_apart(r['attainment'], target, 4)} < {target:g}"
-           for r in buckets if r.get("attainment_met") is False and target is not None]
-    checks = (("success_rate_met", "success rate", "success_rate", "success_rate_target", "min"),
-              ("queue_p99_met", "P99 queue", "queue_p99_ms", "queue_p99_ms", "max"),
-              ("itl_p99_met", "P99 ITL", "itl_p99_ms", "itl_p99_ms", "max"),
-              ("tpot_p99_met", "P99 TPOT", "tpot_p99_ms", "tpot_p99_ms", "max"))
-
-    def named(row: Row, prefix: str) -> list[str]:
-        found = []
-        for verdict, label, figure, limit_key, kind in checks:
-            limit = policy.get(limit_key)
-            if row.get(verdict) is False and limit is not None:
-                found.append(f"{prefix}{label} {_apart(row[figure], limit, 4)} < {limit:g}" if kind == "min" else
-                             f"{prefix}{label} {_apart(row[figure], limit, 0)} ms > {limit:g} ms")
-        return found
-
-    model_misses = named(whole, "") if whole else []
-    out += model_misses
-    met_by_model = {label for verdict, label, *_ in checks if whole and whole.get(verdict) is not False}
-    for r in buckets:
-        if r.get("attainment_met") is not None:  # a judged bucket: its own commitments count
-            out += [m for m in named(r, f"bucket {r['isl_bucket']} ") if any(lbl in m for lbl in met_by_model)]
-    if not out and whole and whole.get("attainment_met") is False and target is not None:
-        out.append(f"attainment {_apart(whole['attainment'], target, 4)} < {target:g} (buckets too small to judge)")
-    return out
-
-
-def _apart(value: float | None, limit: float, decimals: int) -> str:
-    """A missed figure to `decimals` places, or to as many more (up to four) as it takes not to print as its
-    limit: a success rate of 0.99948 misses 0.9995, and '0.9995 < 0.9995' would read as met."""
-    if value is None:
-        return "—"
-    places = next((d for d in range(decimals, decimals + 5) if round(value, d) != round(limit, d)), decimals + 4)
-    return f"{value:,.{places}f}"
+def model_verdict(review: Review, model: str) -> tuple[bool | None, str | None]:
+    """The model's SLO verdict and the figures it missed, as infra.capacity_verdict_daily decided them (every
+    deployment of a model carries the model's): (slo_met, missed_figures), (None, None) without a verdict row.
+    The review never judges the SLO again: the figures are named there, judged buckets only."""
+    rows = [v for v in review.verdict if v["model"] == model]
+    met = next((v.get("slo_met") for v in rows), None)
+    return met, next((v.get("missed_figures") for v in rows if v.get("missed_figures")), None)
 
 
 def model_cost_per_mtok(review: Review, model: str) -> tuple[float | None, str | None]:
@@ -305,12 +270,6 @@ def _on_lower_bound(plan: Row, cap: Row | None) -> str | None:
     return None
 
 
-def deficit_is_bounded(plan: Row, cap: Row | None) -> bool:
-    needed, deployed = gpus_needed_of(plan), plan.get("gpus_deployed")
-    return (needed is not None and deployed is not None and needed > deployed
-            and _on_lower_bound(plan, cap) is not None)
-
-
 def gpus_needed_line(review: Review, plan: Row) -> str | None:
     """One deployment's GPUs needed in words: the figure against the GPUs in force, what binds it (the Erlang C
     plan or the peak sizing, and the headroom policy on top; the headroom policy alone when the peak fits in the
@@ -383,36 +342,56 @@ def gpus_needed_lines(review: Review) -> list[str]:
             if p["model"] in models and (line := gpus_needed_line(review, p))]
 
 
+def _verdicts_of(review: Review, model: str) -> list[Row]:
+    """The model's GPU deployments' rows of infra.capacity_verdict_daily."""
+    return sorted((v for v in review.verdict if v["model"] == model and v.get("kind", "gpu") == "gpu"),
+                  key=lambda v: v["deployment_id"])
+
+
+def verdict_sizing_text(verdict: Row) -> str:
+    """What sets GPUs needed, short, from a verdict row: 'peak sizing 1.12 + headroom 1.37' (the binding sizing's
+    GPUs before headroom, gpus_in_force + gap_slo_capacity, and what the headroom policy adds), '—' without one."""
+    name = SIZING_NAMES.get(verdict.get("gpus_needed_rule"))
+    needed = verdict.get("gpus_needed")
+    if needed is None or name is None:
+        return "—"
+    if verdict.get("gap_slo_capacity") is None or verdict.get("gpus_in_force") is None:
+        return f"{name} with the headroom policy"
+    base = verdict["gap_slo_capacity"] + verdict["gpus_in_force"]
+    return f"{name} {fmt(base, 'gpus')} + headroom {fmt(_shown(needed) - _shown(base), 'gpus')}"
+
+
 def verdict_table(review: Review) -> Table:
     """The answer first (seed 002's review leads with its verdict): per model, SLO met or missed and which figure
     missed, GPUs needed against GPUs in force with the surplus or deficit, $/MTok under SLO, the capacity basis
-    and the hours over capacity."""
+    and the hours over capacity.
+
+    Every figure and word of the verdict is infra.capacity_verdict_daily's (`review.verdict`), summed over the
+    model's deployments where it is a count of GPUs; the review decides none of it. $/MTok under SLO is the model's
+    over all its deployments (finance.cost_per_mtok_daily), as the table's is per deployment."""
     rows = []
     for model in _models(review):
-        whole = _whole_row(review, model)
-        met = None if whole is None else whole.get("all_met")
-        misses = missed_figures(review, model)
+        verdicts = _verdicts_of(review, model)
+        met, misses = model_verdict(review, model)
         slo = "not judged" if met is None else "met" if met else "missed"
-        plans = [p for p in review.plan if p["model"] == model]
-        needed = [gpus_needed_of(p) for p in plans]
-        in_force = [p.get("gpus_deployed") for p in plans]
+        needed = [v.get("gpus_needed") for v in verdicts]
+        in_force = [v.get("gpus_in_force") for v in verdicts]
         # A sum over the model's deployments only when every one of them has the figure: a partial sum would read
         # as the model's.
-        sized = bool(plans) and None not in needed and None not in in_force
+        sized = bool(verdicts) and None not in needed and None not in in_force
         gpus = f"{fmt(sum(needed), 'gpus')} / {fmt(sum(in_force), 'gpus')}" if sized else "—"
         surplus = _surplus(sum(in_force) - sum(needed)) if sized else "—"
-        caps_of = {c["deployment_id"]: c for c in review.capacity}
-        if sized and sum(in_force) < sum(needed) and any(deficit_is_bounded(p, caps_of.get(p["deployment_id"]))
-                                                         for p in plans):
+        if sized and sum(in_force) < sum(needed) and any(v.get("gpus_needed_at_most") for v in verdicts):
             surplus += " (at most: lower-bound capacity)"
-        set_by = "; ".join((f"{p['deployment_id']}: " if len(plans) > 1 else "") + sizing_text(p) for p in plans
-                           ) if sized else "—"
+        several = len(verdicts) > 1
+        set_by = "; ".join((f"{v['deployment_id']}: " if several else "") + verdict_sizing_text(v)
+                           for v in verdicts) if sized else "—"
         cost, currency = model_cost_per_mtok(review, model)
-        caps = [c for c in review.capacity if c["model"] == model]
-        basis = "; ".join((f"{c['deployment_id']}: " if len(caps) > 1 else "") + capacity_basis(c) for c in caps)
-        hours = max((p["hours_over_capacity"] for p in plans if p.get("hours_over_capacity") is not None),
+        basis = "; ".join((f"{v['deployment_id']}: " if several else "") + v["capacity_basis"]
+                          for v in verdicts if v.get("capacity_basis") is not None)
+        hours = max((v["hours_over_capacity"] for v in verdicts if v.get("hours_over_capacity") is not None),
                     default=None)
-        rows.append([model, slo, "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
+        rows.append([model, slo, misses or ("—" if met is not False else "see buckets"),
                      gpus, surplus, set_by, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
     return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
                                        "surplus (deficit)", "GPUs needed set by", "$/MTok under SLO",
@@ -496,9 +475,7 @@ def hosted_verdict_table(review: Review) -> Table:
     rows = []
     for model in _hosted_models(review):
         tok = _tokens_of(review, model)
-        whole = _whole_row(review, model)
-        met = None if whole is None else whole.get("all_met")
-        misses = missed_figures(review, model)
+        met, misses = model_verdict(review, model)
         delivered, delivered_currency = model_cost_per_mtok_delivered(review, model)
         cost, currency = model_cost_per_mtok(review, model)
         under_slo = fmt(cost, "money_mtok", currency)
@@ -506,7 +483,7 @@ def hosted_verdict_table(review: Review) -> Table:
             under_slo = "— (no latency)"
         rows.append([model, fmt(_day_requests(review, model), "int"),
                      "not judged" if met is None else "met" if met else "missed",
-                     "; ".join(misses) if misses else ("—" if met is not False else "see buckets"),
+                     misses or ("—" if met is not False else "see buckets"),
                      _latency_text(review, model), _input_split(tok), fmt(tok.get("output_tokens"), "tokens"),
                      fmt(delivered, "money_mtok", delivered_currency), under_slo, "no capacity: provider-managed",
                      _rate_limit_cell(review, model)])
@@ -752,14 +729,14 @@ def template_table(review: Review, cap: Row) -> Table:
     tok = _tokens_of(review, cap["model"])
     buckets = ", ".join(f"{b['isl_bucket']} {fmt(b['ttft_limit_ms'], 'ms')}" for b in policy.get("isl_buckets", []))
     all_row = next((r for r in _slo_rows(review, cap["model"]) if r["isl_bucket"] == "all"), None)
-    met = "—" if all_row is None or all_row["all_met"] is None else ("met" if all_row["all_met"] else "missed")
-    misses = missed_figures(review, cap["model"])
+    slo_met, misses = model_verdict(review, cap["model"])
+    met = "—" if slo_met is None else ("met" if slo_met else "missed")
     slo = (f"compliant = success, TTFT within its ISL bucket's limit ({buckets}) and ITL ≤ "
            f"{fmt(policy.get('itl_limit_ms'), 'ms')}; attainment ≥ {policy.get('attainment_target', '—')} per bucket; "
            f"success rate ≥ {policy.get('success_rate_target', '—')}; P99 queue ≤ "
            f"{fmt(policy.get('queue_p99_ms'), 'ms')}, ITL ≤ {fmt(policy.get('itl_p99_ms'), 'ms')}, TPOT ≤ "
            f"{fmt(policy.get('tpot_p99_ms'), 'ms')} (SLO {cap['slo_version']}). The day: {met}"
-           + (f" ({'; '.join(misses)})" if misses else "")
+           + (f" ({misses})" if misses else "")
            + (f"; P99 TTFT {fmt(all_row['ttft_p99_ms'], 'ms')}, TPOT {fmt(all_row['tpot_p99_ms'], 'ms')}, "
               f"E2E {fmt(all_row.get('e2e_p99_ms'), 'ms')}" if all_row else "") + ".")
     replicas = plan.get("gpus_deployed") and inventory.get("gpus_per_replica")
