@@ -985,15 +985,12 @@ def results_markdown(result: dict) -> str:
     disagree with each other or with bench.json."""
     lines = []
     machine = result.get("machine", {})
+    # What was run and how long it took: no date, commit or host description (those stay in bench.json), so that the
+    # docs carry only what a reader can reproduce (the command) and what was measured.
     if result.get("started"):
         args = result.get("args")
-        started = datetime.fromisoformat(result["started"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        lines.append(f"The bench started {started}"
-                     + (f" at {result['commit']}" if result.get("commit") else "")
-                     + (f" (`python -m benchmarks.bench {args}`)" if args is not None else "")
-                     + (f", {result['seconds']:,} s in all" if result.get("seconds") is not None else "")
-                     + (f"; {machine['cpus']} CPUs, Python {machine['python']}" if machine.get("cpus") else "")
-                     + ".")
+        lines.append("From " + (f"`python -m benchmarks.bench {args}`" if args is not None else "a bench")
+                     + (f", {result['seconds']:,} s in all" if result.get("seconds") is not None else "") + ".")
         lines.append("")
     rows = _day_rows(result)
     if rows or not result.get("fanout"):  # a bench of the fan-out alone has its own tables
@@ -1020,13 +1017,12 @@ def results_markdown(result: dict) -> str:
 
 
 def fanout_section_markdown(result: dict) -> str:
-    """The fan-out's own section of docs/performance.md (between FANOUT_BEGIN and FANOUT_END): the command and commit
-    it came from, the host's speed beside it, the fan-out's lines and its verdict; written apart from the results
+    """The fan-out's own section of docs/performance.md (between FANOUT_BEGIN and FANOUT_END): the command it came
+    from, the host's speed beside it, the fan-out's lines and its verdict; written apart from the results
     section, so that a bench of the fan-out alone (`--only fanout`) leaves the other figures as they were."""
     machine = result.get("machine", {})
     args = result.get("args")
     head = ("From " + (f"`python -m benchmarks.bench {args}`" if args is not None else "a bench")
-            + (f" at {result['commit']}" if result.get("commit") else "")
             + (f", {result['seconds']:,} s in all" if result.get("seconds") is not None else "")
             + f"; host speed {machine.get('calibration_s_at_start')} s at the start, "
               f"{machine.get('calibration_s_at_end')} s at the end (the development machine idle: "

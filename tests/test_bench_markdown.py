@@ -54,8 +54,7 @@ def _bench() -> dict:
 
 
 EXPECTED = """\
-The bench started 2026-12-03 12:29 UTC at 46269d8 (`python -m benchmarks.bench --home .bench --sizes 1000000`), \
-1,320.5 s in all; 2 CPUs, Python 3.11.7.
+From `python -m benchmarks.bench --home .bench --sizes 1000000`, 1,320.5 s in all.
 
 | day | generate | end to end (`tokenledger run`, its CPU time) | Dagster run | peak RSS | DuckDB bare typed read \
 | ratio | pandas peer | pandas RSS | us per request |
@@ -235,7 +234,7 @@ CPU 90% of their wall time (the rest waiting: the disk, a lock, or another proce
 """
 
 FANOUT_SECTION = """\
-From `python -m benchmarks.bench --home .bench --only fanout` at abc1234, 250.5 s in all; host speed 2.3 s at the \
+From `python -m benchmarks.bench --home .bench --only fanout`, 250.5 s in all; host speed 2.3 s at the \
 start, 2.4 s at the end (the development machine idle: 2.2-2.35 s; slower means every time below is too).
 
 """ + FANOUT_BODY + """
