@@ -27,6 +27,18 @@ README = PROJECT / "README.md"
 # Each figure the README's Performance section states: what it is, where it stands (the figure as group 1) and the
 # key of bench.json that holds it. A figure stated without an entry here is reported as unbacked.
 FIGURES = [
+    ("the large day's requests", r"a day of ([\d,]+) requests ran end to end", ("results", "days", 1,
+                                                                                "requests_per_day_asked")),
+    ("the large day end to end", r"publication included\) in\s+([\d.]+) s", ("results", "days", 1, "run", "wall_s")),
+    ("the large day against the bare read", r"([\d.]+)x DuckDB's bare", ("results", "days", 1, "ratio_e2e_to_bare")),
+    ("the bare read", r"same files \(([\d.]+) s\)", ("results", "days", 1, "bare_read", "seconds")),
+    ("the large day against pandas", r"and ([\d.]+)x as fast as the pandas", ("results", "days", 1, "e2e_vs_pandas")),
+    ("the large day's memory", r"peak memory of ([\d.]+) MB", ("results", "days", 1, "run", "peak_rss_mb")),
+    ("the backfill's days", r"(\d+) days of ~[\d,]+ requests backfilled", ("results", "backfill", "days")),
+    ("the backfill's requests a day", r"\d+ days of ~([\d,]+) requests backfilled",
+     ("results", "backfill", "requests_per_day_asked")),
+    ("the backfill's time", r"backfilled through one `tokenledger run` in ([\d.]+) s",
+     ("results", "backfill", "tokenledger_run", "wall_s")),
     ("the fan-out's days", r"(\d+) days of ~[\d,]+ requests ran", ("fanout", "fanout", "days")),
     ("the fan-out's requests a day", r"\d+ days of ~([\d,]+) requests ran",
      ("fanout", "fanout", "requests_per_day_asked")),
