@@ -391,11 +391,10 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     assert plan["headroom_jitter_gpus"] == pytest.approx(0.5082)
     assert (plan["headroom_failure_replicas"], plan["headroom_failure_gpus"]) == (1, 8.0)
     assert plan["headroom_pct_total"] == pytest.approx(1.1 * 1.1 * 1.05 * 1.05 - 1)
-    assert plan["gpus_needed"] == pytest.approx(8 * 1.334025 + 8) == 18.6722
-    assert plan["replicas_needed"] == 3
-    # 24 GPUs deployed (3 replicas since 2026-11-16 noon): 5.33 to spare.
+    assert plan["gpus_needed_erlang_c"] == pytest.approx(8 * 1.334025 + 8) == 18.6722
+    assert plan["replicas_needed_erlang_c"] == 3
+    # 24 GPUs deployed (3 replicas since 2026-11-16 noon): Erlang C's plan alone would leave 5.33 to spare.
     assert plan["gpus_deployed"] == 24.0
-    assert plan["gpu_surplus"] == pytest.approx(24 - 18.6722)
 
     # The model's load: 60 requests at 10:00 against a mean of 70 / 24 an hour. The window [09:35 .. 10:00, +30 min)
     # holding the 60 requests qualifies (60 >= 50 in 0-4k), 3,000 compliant tokens / 1,800 s: 6,000 tokens an
@@ -418,8 +417,9 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     assert plan["gpus_needed_goodput"] == pytest.approx(144 * 1.334025 + 8) == 200.0996
     assert plan["replicas_needed_goodput"] == 26  # 200.10 / 8, rounded up
     assert plan["gpus_needed_difference"] == pytest.approx(200.0996 - 18.6722)
-    assert (plan["gpus_needed_binding"], plan["binding_sizing"]) == (pytest.approx(200.0996), "goodput")
-    assert plan["gpu_surplus_binding"] == pytest.approx(24 - 200.0996)
+    # GPUs needed is the larger sizing, the one figure the verdict uses; the surplus is against it.
+    assert (plan["gpus_needed"], plan["binding_sizing"]) == (pytest.approx(200.0996), "goodput")
+    assert plan["gpu_surplus"] == pytest.approx(24 - 200.0996)
     # Lag: 12 + 3 = 15 minutes. The 5 minutes from 09:45, 15 minutes before the peak, had no request: the output
     # rate grows by the whole 10 tok/s while a scale-out is under way, 10 / per_gpu = 144 GPUs.
     assert (plan["scale_out_minutes"], plan["warmup_minutes"], plan["lag_minutes"]) == (12.0, 3.0, 15)
@@ -433,9 +433,9 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     idle = by_deployment(home, "capacity_plan_daily")["m8-onprem"]
     assert (idle["peak_arrival_rate"], idle["erlang_c_slots"], idle["replicas_needed_erlang"]) == (0.0, 0, 0)
     assert (idle["gpus_needed"], idle["gpus_deployed"], idle["gpu_surplus"]) == (1.0, 4.0, 3.0)
-    # m8 has no capacity figure, so no seed 002 sizing: GPUs needed for the verdict are Erlang C's.
-    assert (idle["gpus_needed_goodput"], idle["gpus_needed_binding"], idle["binding_sizing"]) == (None, 1.0,
-                                                                                                  "erlang_c")
+    # m8 has no capacity figure, so no goodput sizing: GPUs needed are Erlang C's.
+    assert (idle["gpus_needed_goodput"], idle["gpus_needed_erlang_c"], idle["binding_sizing"]) == (None, 1.0,
+                                                                                                   "erlang_c")
     assert idle["lag_minutes"] is None and idle["lag_gpus"] is None
 
 

@@ -143,8 +143,9 @@ PLAN = {"deployment_id": "d", "peak_arrival_rate": 0.2, "mean_service_time_s": 1
 
 def test_a_plan_with_arrivals_but_no_successful_request_cannot_be_made() -> None:
     plan = plan_figures({**PLAN, "mean_service_time_s": None, "p99_service_time_s": None})
-    assert (plan["erlang_c_slots"], plan["replicas_needed_erlang"], plan["gpus_needed"]) == (None, None, None)
+    assert (plan["erlang_c_slots"], plan["replicas_needed_erlang"], plan["gpus_needed_erlang_c"]) == (None, None, None)
     assert (plan["littles_law_concurrency"], plan["replicas_needed_seed_rule"]) == (None, None)
+    assert (plan["gpus_needed"], plan["binding_sizing"]) == (None, None)
     assert plan["plan_note"].startswith("no successful request to measure the service time")
 
 
@@ -155,7 +156,10 @@ def test_a_plan_grows_with_the_peak() -> None:
     assert plan["p_wait_over_limit"] <= 0.01
     # Seed 000: 40 x (2 + 0.3) / (48 x 0.8) = 2.396: 3 replicas.
     assert plan["replicas_needed_seed_rule"] == 3
-    assert plan["gpus_needed"] == pytest.approx(16 * 1.334025 + 8)
+    assert plan["gpus_needed_erlang_c"] == pytest.approx(16 * 1.334025 + 8)
+    assert plan["replicas_needed_erlang_c"] == 4  # 29.34 GPUs / 8, rounded up
+    # No capacity figure, so no goodput sizing: GPUs needed is the Erlang C plan's.
+    assert (plan["gpus_needed"], plan["binding_sizing"]) == (pytest.approx(16 * 1.334025 + 8), "erlang_c")
 
 
 def test_seed_002_sizing_and_the_lag_in_gpus() -> None:
@@ -167,8 +171,8 @@ def test_seed_002_sizing_and_the_lag_in_gpus() -> None:
     assert plan["goodput_sizing_base_gpus"] == pytest.approx(20.0)
     assert plan["gpus_needed_goodput"] == pytest.approx(34.6805)
     assert plan["replicas_needed_goodput"] == 5
-    assert plan["gpus_needed"] == pytest.approx(18.6722)
-    assert (plan["gpus_needed_binding"], plan["binding_sizing"]) == (pytest.approx(34.6805), "goodput")
+    assert plan["gpus_needed_erlang_c"] == pytest.approx(18.6722)
+    assert (plan["gpus_needed"], plan["binding_sizing"]) == (pytest.approx(34.6805), "goodput")
     assert plan["gpus_needed_difference"] == pytest.approx(34.6805 - 18.6722)
     # Lag: 4 tok/s fifteen minutes before the peak, 10 at it: 6 tok/s of growth = 12 GPUs at 0.5 tok/s each.
     assert (plan["lag_growth_token_rate"], plan["lag_gpus"]) == (pytest.approx(6.0), pytest.approx(12.0))
@@ -188,7 +192,7 @@ def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> N
     plan = plan_figures({**PLAN, "slots_per_replica": None})
     assert (plan["slots_per_replica_source"], plan["erlang_c_slots"], plan["replicas_needed_erlang"]) == (
         None, 3, None)
-    assert (plan["gpus_needed"], plan["replicas_needed_seed_rule"], plan["gpus_needed_binding"]) == (None, None, None)
+    assert (plan["gpus_needed_erlang_c"], plan["replicas_needed_seed_rule"], plan["gpus_needed"]) == (None, None, None)
 
 
 

@@ -1,7 +1,8 @@
 """The verdict as data (infra.capacity_verdict_daily, sql/capacity/capacity_verdict_daily.sql) on small hand-made
 tables run straight through the SQL (no Dagster): ok, policy, short, slo_missed, a hosted-API model, a bucket not
 judged, GPUs needed not known, and the gap's three parts adding up. Then one day of a small home through Dagster:
-the table is written, passes its contract, is published, and its GPUs needed is the plan's binding figure.
+the table is written, passes its contract, is published, and its GPUs needed is the plan's gpus_needed (the larger
+sizing).
 
 The headroom policy is conftest's: 1 failure replica, and 10% + 10% + 5% + 5% applied in turn, a factor of
 1.1 x 1.1 x 1.05 x 1.05 = 1.334025 (33.4%).
@@ -38,7 +39,7 @@ def _met(model: str) -> list[dict[str, Any]]:
 def _plan(model: str, in_force: float, base: float, rule: str = "erlang_c", per_replica: int = 8,
           **changes: Any) -> dict[str, Any]:
     """A row of infra.capacity_plan_daily whose binding sizing needs `base` GPUs before headroom."""
-    row = {"model": model, "deployment_id": f"{model}-a", "gpus_needed_binding": base * PCT + per_replica,
+    row = {"model": model, "deployment_id": f"{model}-a", "gpus_needed": base * PCT + per_replica,
            "binding_sizing": rule, "gpus_deployed": in_force, "gpus_per_replica": per_replica,
            "headroom_failure_replicas": 1, "base_gpus": base if rule == "erlang_c" else 8.0,
            "goodput_sizing_base_gpus": base if rule == "goodput" else 1.0, "headroom_scaling_lag_pct": 0.1,
@@ -111,7 +112,7 @@ def test_short_only_of_the_redundancy_and_headroom_policy_reads_policy_not_defic
     assert got["replicas_to_add"] == 1
     assert got["verdict_text"] == "SLO met; policy: 1 more replica (8 GPUs) for N+1 and 33.4% headroom"
     # Without failure headroom, only the percentages: 8 x 1.334025 = 10.6722 against 8 in force, 1 replica more.
-    no_n1 = _plan("m", 8.0, 8.0, headroom_failure_replicas=0, gpus_needed_binding=8 * PCT)
+    no_n1 = _plan("m", 8.0, 8.0, headroom_failure_replicas=0, gpus_needed=8 * PCT)
     got = _run(_day(["m"], _met("m"), [no_n1], [_cap("m")]))["m-a"]
     assert (got["verdict"], got["gap_redundancy"], got["gap_slo_capacity"]) == ("policy", 0.0, 0.0)
     assert got["verdict_text"] == "SLO met; policy: 1 more replica (8 GPUs) for 33.4% headroom"
@@ -181,7 +182,7 @@ def test_hosted_models_have_no_gpus_and_are_ok_or_slo_missed() -> None:
 
 
 def test_without_gpus_needed_the_verdict_rests_on_the_slo_and_says_so() -> None:
-    plan = _plan("m", 8.0, 8.0, gpus_needed_binding=None, binding_sizing=None)
+    plan = _plan("m", 8.0, 8.0, gpus_needed=None, binding_sizing=None)
     got = _run(_day(["m"], [_slo("m", "all", all_met=None, success_rate=None, success_rate_met=None,
                                  attainment=None, attainment_met=None)], [plan], [_cap("m", None, None)]))["m-a"]
     assert (got["verdict"], got["slo_met"], got["gap_slo_capacity"], got["capacity_basis"]) == (
@@ -202,7 +203,7 @@ HOSTED = """\
 """
 
 
-def test_the_day_publishes_one_verdict_per_deployment_with_the_plans_binding_gpus(home: Path) -> None:
+def test_the_day_publishes_one_verdict_per_deployment_with_the_plans_gpus_needed(home: Path) -> None:
     (home / "config" / "deployments.yaml").write_text(DEPLOYMENTS_YAML + HOSTED)
     t10 = datetime(2026, 11, 17, 10, tzinfo=UTC)
     write_jsonl(gateway_dir(home, DAY) / "a.jsonl", [
@@ -218,7 +219,7 @@ def test_the_day_publishes_one_verdict_per_deployment_with_the_plans_binding_gpu
     for dep, plan in plans.items():
         got = verdicts[dep]
         assert (got["kind"], got["gpus_needed"], got["gpus_needed_rule"], got["gpus_in_force"]) == (
-            "gpu", plan["gpus_needed_binding"], plan["binding_sizing"], plan["gpus_deployed"])
+            "gpu", plan["gpus_needed"], plan["binding_sizing"], plan["gpus_deployed"])
         assert got["gap_slo_capacity"] + got["gap_headroom"] + got["gap_redundancy"] == pytest.approx(
             got["gpus_needed"] - got["gpus_in_force"], abs=1e-9)
     hosted = verdicts["claude-api"]

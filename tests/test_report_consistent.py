@@ -30,8 +30,8 @@ PEAK_SIZED = {"gpus_deployed": 1.0, "gpus_per_replica": 1, "binding_sizing": "go
               "peak_output_token_rate": 278.0, "capacity_goodput_per_gpu": 247.75,
               "goodput_sizing_base_gpus": 278.0 / 247.75, "headroom_pct_total": 0.334025, "headroom_failure_gpus": 1.0,
               "headroom_failure_replicas": 1, "gpus_needed_goodput": 278.0 / 247.75 * 1.334025 + 1.0,
-              "gpus_needed_binding": 278.0 / 247.75 * 1.334025 + 1.0, "base_gpus": 1.0,
-              "gpus_needed": 1.334025 + 1.0, "erlang_c_slots": 12, "replicas_needed_erlang": 1,
+              "gpus_needed": 278.0 / 247.75 * 1.334025 + 1.0, "base_gpus": 1.0,
+              "gpus_needed_erlang_c": 1.334025 + 1.0, "erlang_c_slots": 12, "replicas_needed_erlang": 1,
               "hours_over_capacity": 0, "headroom_scaling_lag_gpus": 0.1, "headroom_forecast_error_gpus": 0.11,
               "headroom_release_gpus": 0.0605, "headroom_jitter_gpus": 0.063525,
               "gpus_needed_difference": 278.0 / 247.75 * 1.334025 - 1.334025}
@@ -80,7 +80,7 @@ def test_a_peak_that_fits_leaves_the_deficit_to_the_headroom_policy() -> None:
     # 2 GPUs in force hold the Erlang C plan's 1 replica of 2 GPUs; the headroom policy (0.67 and a failed replica
     # of 2 GPUs) makes 4.67, a deficit of 2.67.
     plan = {"gpus_deployed": 2.0, "gpus_per_replica": 2, "binding_sizing": "erlang_c", "base_gpus": 2.0,
-            "gpus_needed": 4.66805, "gpus_needed_binding": 4.66805, "headroom_failure_gpus": 2.0,
+            "gpus_needed_erlang_c": 4.66805, "gpus_needed": 4.66805, "headroom_failure_gpus": 2.0,
             "goodput_sizing_base_gpus": 1.5, "gpus_needed_goodput": 4.0011}
     (row,) = verdict_table(_one_gpu(**plan)).rows
     assert row[3:6] == ["4.67 / 2.00", "deficit 2.67", "Erlang C plan 2.00 + headroom 2.67"]

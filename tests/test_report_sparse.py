@@ -77,7 +77,7 @@ def test_a_day_without_a_load_test_or_capacity_figure() -> None:
     cap = _cap(capacity_source=None, capacity_goodput_per_gpu=None, daily_capacity_tokens=None, utilization=None,
                cost_per_mtok_goodput=None, capacity_note=None, other_configuration_run_id=None)
     # No capacity, so no GPUs needed; one deployment's plan lacks the hours over capacity.
-    plan = _plan(gpus_needed=None, gpus_needed_binding=None, hours_over_capacity=None)
+    plan = _plan(gpus_needed_erlang_c=None, gpus_needed=None, hours_over_capacity=None)
     review = _review(HEALTHY, capacity=[cap], plan=[plan],
                      load=[{"model": "m", "hour": h, "output_token_rate": 100.0, "capacity_token_rate": None,
                             "over_capacity": None} for h in range(24)])

@@ -56,7 +56,7 @@ def _cap(**changes: Any) -> dict[str, Any]:
 
 
 def _plan(**changes: Any) -> dict[str, Any]:
-    row = {"model": "m", "deployment_id": "m-a", "gpus_needed": 10.0, "gpus_needed_binding": 12.4,
+    row = {"model": "m", "deployment_id": "m-a", "gpus_needed_erlang_c": 10.0, "gpus_needed": 12.4,
            "gpus_deployed": 16.0, "hours_over_capacity": 3}
     row.update(changes)
     return row
@@ -92,7 +92,7 @@ def test_the_verdict_names_the_missed_figures() -> None:
                    "0.6.3 → 0.7.0)", "3"]
     # A P99 over its limit and a deficit read the same way.
     slow = [_slo("0-4k"), _slo("4k-32k"), _slo("all", queue_p99_ms=412.0, queue_p99_met=False, all_met=False)]
-    (row,) = verdict_table(_review(slow, plan=[_plan(gpus_needed_binding=20.5)])).rows
+    (row,) = verdict_table(_review(slow, plan=[_plan(gpus_needed=20.5)])).rows
     assert (row[1], row[2], row[3], row[4]) == ("missed", "P99 queue 412 ms > 300 ms", "20.50 / 16.00",
                                                 "deficit 4.50")
     (row,) = verdict_table(_review([_slo("0-4k"), _slo("4k-32k"), _slo("all")])).rows

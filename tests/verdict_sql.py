@@ -23,7 +23,7 @@ SCHEMAS = {
                       "success_rate_target": "DOUBLE", "success_rate_met": "BOOLEAN", "queue_p99_ms": "DOUBLE",
                       "queue_p99_met": "BOOLEAN", "itl_p99_ms": "DOUBLE", "itl_p99_met": "BOOLEAN",
                       "tpot_p99_ms": "DOUBLE", "tpot_p99_met": "BOOLEAN", "all_met": "BOOLEAN"},
-    "day_capacity_plan": {"model": "VARCHAR", "deployment_id": "VARCHAR", "gpus_needed_binding": "DOUBLE",
+    "day_capacity_plan": {"model": "VARCHAR", "deployment_id": "VARCHAR", "gpus_needed": "DOUBLE",
                           "binding_sizing": "VARCHAR", "gpus_deployed": "DOUBLE", "gpus_per_replica": "INTEGER",
                           "headroom_failure_replicas": "INTEGER", "base_gpus": "DOUBLE",
                           "goodput_sizing_base_gpus": "DOUBLE", "headroom_scaling_lag_pct": "DOUBLE",

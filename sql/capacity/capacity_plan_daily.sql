@@ -2,10 +2,11 @@
 -- section 6. capacity_plan_inputs (sql/capacity/capacity_plan_inputs.sql) holds the peak, service times, inventory and
 -- policy; capacity_plan_figures holds what tokenledger.capacity.day computed from them with tokenledger/capacity/queueing.py:
 -- Little's law, the least Erlang C slots with P(wait > queue_p99_ms) <= 1 - attainment_target, replicas both
--- ways (Erlang C and seed 000's rule with its redundancy), and GPUs needed with the policy's headroom itemized
--- (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed); and seed 002's
--- sizing beside it (the planning peak's output token rate / the capacity goodput per GPU x the same headroom), the
--- difference between the two and the larger one that binds, and the Lag (scale-out plus warm-up) in GPUs.
+-- ways (Erlang C and the rule of thumb with its redundancy), the Erlang C plan's GPUs with the policy's headroom
+-- itemized (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed_erlang_c);
+-- the goodput sizing beside it (the planning peak's output token rate / the capacity goodput per GPU x the same
+-- headroom) and the difference between the two; GPUs needed, the larger of the two sizings (the one figure the
+-- verdict and the review use, binding_sizing says which), and the Lag (scale-out plus warm-up) in GPUs.
 SELECT
     $day::DATE AS day,
     i.model,
@@ -49,7 +50,8 @@ SELECT
     f.headroom_release_gpus,
     f.headroom_jitter_gpus,
     f.headroom_failure_gpus,
-    f.replicas_needed,
+    f.gpus_needed_erlang_c,
+    f.replicas_needed_erlang_c,
     f.plan_note,
     i.slo_version,
     f.slots_per_replica_used,
@@ -62,9 +64,7 @@ SELECT
     f.gpus_needed_goodput,
     f.replicas_needed_goodput,
     f.gpus_needed_difference,
-    f.gpus_needed_binding,
     f.binding_sizing,
-    i.gpus_deployed - f.gpus_needed_binding AS gpu_surplus_binding,
     i.scale_out_minutes,
     i.warmup_minutes,
     i.lag_minutes,

@@ -9,7 +9,7 @@
 -- (day_slo_policy: every target and limit, the P99 limits slo_daily does not carry among them; day_slo_isl_bucket:
 -- the buckets' order).
 --
--- GPUs needed is the plan's binding figure (gpus_needed_binding, the larger of the Erlang C plan and the peak
+-- GPUs needed is the plan's GPUs needed (gpus_needed, the larger of the Erlang C plan and the peak
 -- sizing); its gap to the GPUs in force splits into gap_slo_capacity (the binding sizing's GPUs before headroom
 -- minus the GPUs in force: above 0 the peak itself needs more than runs), gap_headroom (the policy's percentages)
 -- and gap_redundancy (the n_minus_k failure replicas), which add up to gpus_needed - gpus_in_force.
@@ -96,7 +96,7 @@ gpu AS (
     SELECT
         p.model,
         p.deployment_id,
-        p.gpus_needed_binding AS gpus_needed,
+        p.gpus_needed,
         p.binding_sizing AS gpus_needed_rule,
         p.gpus_deployed AS gpus_in_force,
         p.gpus_per_replica,

@@ -476,8 +476,10 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     Erlang C needs a mean service time: a deployment with arrivals but no successful request has no slot count,
     no replicas and no GPUs needed (the note says so); one without arrivals needs 0 slots and keeps only the
     failure headroom. Replicas need the slots one replica holds (planning_slots): without them the slots are
-    computed but not turned into replicas. Seed 002's sizing is computed beside it (goodput_sizing); GPUs needed
-    for the verdict is the larger of the two, since the fleet must hold both the peak's concurrency and its tokens.
+    computed but not turned into replicas. Seed 002's sizing is computed beside it (goodput_sizing). Each sizing's
+    figures carry its name (gpus_needed_erlang_c, gpus_needed_goodput); gpus_needed is the larger of the two, the one
+    figure the plan, the verdict and the review use, since the fleet must hold both the peak's concurrency and its
+    tokens (binding_sizing says which).
     """
     rate = inputs["peak_arrival_rate"]
     mean_s, p99_s = inputs["mean_service_time_s"], inputs["p99_service_time_s"]
@@ -520,23 +522,25 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
         required, replicas = seed_rule_replicas(rate, p99_s or 0.0, wait_s, slots_per_replica, SEED_RULE_REDUNDANCY)
         out["seed_rule_required_concurrency"], out["replicas_needed_seed_rule"] = required, replicas
     if slots is None or slots_per_replica is None:
-        out.update(replicas_needed_erlang=None, headroom_pct_total=None, base_gpus=None, gpus_needed=None,
-                   replicas_needed=None, headroom_failure_gpus=None,
+        out.update(replicas_needed_erlang=None, headroom_pct_total=None, base_gpus=None, gpus_needed_erlang_c=None,
+                   replicas_needed_erlang_c=None, headroom_failure_gpus=None,
                    **{f"headroom_{k}_gpus": None for k in headroom.percentages()})
     else:
         replicas = math.ceil(round(slots / slots_per_replica, 9))
         need = gpus_needed(replicas, gpus_per_replica, headroom)
         out.update(replicas_needed_erlang=replicas, headroom_pct_total=need.pct_factor - 1.0,
-                   base_gpus=need.base_gpus, gpus_needed=need.gpus_needed, replicas_needed=need.replicas_needed,
+                   base_gpus=need.base_gpus, gpus_needed_erlang_c=need.gpus_needed,
+                   replicas_needed_erlang_c=need.replicas_needed,
                    headroom_failure_gpus=need.failure_gpus,
                    **{f"headroom_{k}_gpus": v for k, v in need.pct_gpus.items()})
     sizing = goodput_sizing(inputs)
     out.update(sizing)
-    both = [g for g in (out["gpus_needed"], sizing["gpus_needed_goodput"]) if g is not None]
-    out["gpus_needed_binding"] = max(both) if both else None
-    out["binding_sizing"] = (None if not both else "goodput" if out["gpus_needed"] is None
-                             or (sizing["gpus_needed_goodput"] or 0) > out["gpus_needed"] else "erlang_c")
-    out["gpus_needed_difference"] = (None if len(both) < 2 else sizing["gpus_needed_goodput"] - out["gpus_needed"])
+    erlang_c, goodput = out["gpus_needed_erlang_c"], sizing["gpus_needed_goodput"]
+    both = [g for g in (erlang_c, goodput) if g is not None]
+    out["gpus_needed"] = max(both) if both else None
+    out["binding_sizing"] = (None if not both else "goodput" if erlang_c is None
+                             or (goodput or 0) > erlang_c else "erlang_c")
+    out["gpus_needed_difference"] = (None if len(both) < 2 else goodput - erlang_c)
     if sizing["gpus_needed_goodput"] is not None:
         note += (f"; seed 002: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
                  f"{inputs['capacity_goodput_per_gpu']:.4g} tok/s per GPU = {sizing['goodput_sizing_base_gpus']:.3g}"
@@ -554,11 +558,12 @@ _PLAN_SCHEMA = pa.schema([
     ("seed_rule_redundancy", pa.float64()), ("headroom_pct_total", pa.float64()), ("base_gpus", pa.float64()),
     ("headroom_scaling_lag_gpus", pa.float64()), ("headroom_forecast_error_gpus", pa.float64()),
     ("headroom_release_gpus", pa.float64()), ("headroom_jitter_gpus", pa.float64()),
-    ("headroom_failure_gpus", pa.float64()), ("gpus_needed", pa.float64()), ("replicas_needed", pa.int64()),
+    ("headroom_failure_gpus", pa.float64()), ("gpus_needed_erlang_c", pa.float64()),
+    ("replicas_needed_erlang_c", pa.int64()),
     ("plan_note", pa.string()), ("slots_per_replica_used", pa.float64()), ("slots_per_replica_source", pa.string()),
     ("goodput_sizing_base_gpus", pa.float64()), ("gpus_needed_goodput", pa.float64()),
     ("replicas_needed_goodput", pa.int64()), ("gpus_needed_difference", pa.float64()),
-    ("gpus_needed_binding", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
+    ("gpus_needed", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
     ("lag_gpus", pa.float64()),
 ])
 
