@@ -377,10 +377,10 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     assert p_wait(2) == pytest.approx(0.02785, abs=1e-5) and p_wait(3) == pytest.approx(0.002158, abs=1e-6)
     assert plan["erlang_c_slots"] == 3
     assert plan["p_wait_over_limit"] == pytest.approx(p_wait(3))
-    # 3 slots of 48 per replica: 1 replica. Seed 000: 0.2 x (2 + 0.3) / (48 x 0.8) = 0.012: 1 replica.
+    # 3 slots of 48 per replica: 1 replica. The rule of thumb: 0.2 x (2 + 0.3) / (48 x 0.8) = 0.012: 1 replica.
     assert (plan["replicas_needed_erlang"], plan["replicas_needed_seed_rule"]) == (1, 1)
-    assert plan["seed_rule_required_concurrency"] == pytest.approx(0.46)
-    assert plan["seed_rule_redundancy"] == 0.8
+    assert plan["rule_of_thumb_required_concurrency"] == pytest.approx(0.46)
+    assert plan["rule_of_thumb_redundancy"] == 0.8
 
     # Headroom: 8 GPUs x 1.1 (scaling lag) x 1.1 (forecast error) x 1.05 (release) x 1.05 (jitter), each part on
     # top of the ones before, plus 1 failure replica of 8 GPUs.
@@ -426,8 +426,8 @@ def test_capacity_plan_worked_by_hand(home: Path) -> None:
     assert plan["lag_growth_token_rate"] == pytest.approx(10.0)
     assert plan["lag_gpus"] == pytest.approx(144.0)
     assert plan["plan_note"] == ("60 requests in the busiest 5 minutes (10:00–10:05 UTC) at 1.5 s each: 0.3 Erlangs; "
-                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01; seed 002: 10 output tok/s at the "
-                                 "peak / 0.06944 tok/s per GPU = 144 GPUs before headroom, 200 with it")
+                                 "3 slots give P(wait > 300 ms) = 0.00216 <= 0.01; goodput sizing: 10 output tok/s "
+                                 "at the peak / 0.06944 tok/s per GPU = 144 GPUs before headroom, 200 with it")
 
     # A deployment without requests needs no slot, and keeps its failure headroom.
     idle = by_deployment(home, "capacity_plan_daily")["m8-onprem"]

@@ -6,10 +6,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import duckdb
+import pyarrow as pa
 import pytest
 
-from tokenledger.capacity.day import backlog_rows, choose_capacity, no_window_reason, plan_figures, window_batches
+from tokenledger.capacity.day import (
+    _PLAN_SCHEMA,
+    _temp_table,
+    backlog_rows,
+    choose_capacity,
+    no_window_reason,
+    plan_figures,
+    window_batches,
+)
 from tokenledger.capacity.queueing import capacity_shortfall
+from tokenledger.contracts import load_contract
+from tokenledger.storage.duck import register_arrow, statement, used_params
 
 T = datetime(2026, 11, 17, 10, 5, tzinfo=UTC)
 
@@ -184,9 +196,9 @@ def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> N
     plan = plan_figures({**PLAN, "slots_per_replica": None, "loadtest_slots_per_replica": 12.0})
     assert (plan["slots_per_replica_used"], plan["slots_per_replica_source"]) == (12.0, "loadtest")
     assert (plan["erlang_c_slots"], plan["replicas_needed_erlang"], plan["replicas_needed_seed_rule"]) == (3, 1, 1)
-    assert plan["seed_rule_required_concurrency"] == pytest.approx(0.46)
+    assert plan["rule_of_thumb_required_concurrency"] == pytest.approx(0.46)
     assert plan["plan_note"].endswith("; 12 slots per replica measured by Little's law at the verified load test's "
-                                      "lambda_slo_max (the inventory has no slots_per_replica); seed 002's sizing "
+                                      "lambda_slo_max (the inventory has no slots_per_replica); the goodput sizing "
                                       "needs a capacity goodput per GPU, and the day has none")
     # Neither: the slots are computed, but no replicas, no GPUs needed and no seed 000 rule.
     plan = plan_figures({**PLAN, "slots_per_replica": None})
@@ -194,6 +206,61 @@ def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> N
         None, 3, None)
     assert (plan["gpus_needed_erlang_c"], plan["replicas_needed_seed_rule"], plan["gpus_needed"]) == (None, None, None)
 
+
+
+# The plan's inputs (sql/capacity/capacity_plan_inputs.sql) that plan_figures does not read, for the table's SQL.
+PLAN_ROW = {**PLAN, "model": "m", "gpus_deployed": 24, "peak_to_mean": 3.0, "hours_over_capacity": 0,
+            "max_backlog_tokens": 0.0, "requests": 70, "successful_requests": 70, "slo_version": "v1",
+            "peak_output_tokens": 3000, "peak_output_token_rate": 10.0, "capacity_goodput_per_gpu": None,
+            "capacity_source": None, "scale_out_minutes": 12.0, "warmup_minutes": 3.0, "lag_minutes": 15,
+            "loadtest_slots_per_replica": None, "lag_start_output_token_rate": 4.0}
+# One deployment per branch of the plan: Erlang C binds; the goodput sizing binds; no request; no successful
+# request; slots measured by a load test; no slots at all.
+PLAN_ROWS = [
+    PLAN_ROW,
+    {**PLAN_ROW, "deployment_id": "goodput", "capacity_goodput_per_gpu": 0.5, "capacity_source": "demonstrated"},
+    {**PLAN_ROW, "deployment_id": "idle", "peak_arrival_rate": 0.0, "peak_requests": 0, "requests": 0,
+     "successful_requests": 0, "mean_service_time_s": None, "p99_service_time_s": None},
+    {**PLAN_ROW, "deployment_id": "untimed", "mean_service_time_s": None, "p99_service_time_s": None,
+     "successful_requests": 0, "capacity_goodput_per_gpu": 0.5, "capacity_source": "loadtest"},
+    {**PLAN_ROW, "deployment_id": "measured", "slots_per_replica": None, "loadtest_slots_per_replica": 12.0},
+    {**PLAN_ROW, "deployment_id": "no-slots", "slots_per_replica": None},
+]
+
+
+def plan_table(rows: list[dict[str, Any]] = PLAN_ROWS) -> list[dict[str, Any]]:
+    """infra.capacity_plan_daily's rows from hand-made input rows, run straight through plan_figures and
+    sql/capacity/capacity_plan_daily.sql (no Dagster), as build_capacity_plan runs them."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    register_arrow(con, "_inputs", pa.Table.from_pylist(rows))
+    con.execute("CREATE TEMP TABLE capacity_plan_inputs AS SELECT * FROM _inputs")
+    _temp_table(con, "capacity_plan_figures", [plan_figures(r) for r in rows], _PLAN_SCHEMA)
+    text = statement("capacity_plan_daily")
+    cursor = con.execute(text, used_params(text, {"day": "2026-11-17"}))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def test_the_plans_columns_are_its_contracts_and_keep_its_rules() -> None:
+    table = load_contract("infra_capacity_plan_daily").table()
+    rows = plan_table()
+    assert list(rows[0]) == table.column_names
+    plans = {r["deployment_id"]: r for r in rows}
+    # One GPUs needed: the larger sizing, named by binding_sizing, with the surplus against it.
+    assert (plans["d"]["binding_sizing"], plans["goodput"]["binding_sizing"]) == ("erlang_c", "goodput")
+    assert plans["goodput"]["gpus_needed"] == plans["goodput"]["gpus_needed_goodput"] == pytest.approx(34.6805)
+    assert plans["goodput"]["gpu_surplus"] == pytest.approx(24 - 34.6805)
+    assert plans["d"]["gpus_needed"] == plans["d"]["gpus_needed_erlang_c"] == pytest.approx(18.6722)
+    assert (plans["untimed"]["gpus_needed_erlang_c"], plans["untimed"]["binding_sizing"]) == (None, "goodput")
+    assert (plans["no-slots"]["gpus_needed"], plans["no-slots"]["gpu_surplus"]) == (None, None)
+    # Every row rule of the contract holds on every branch (the rule's condition is true on a row that breaks it).
+    con = duckdb.connect()
+    register_arrow(con, "_rows", pa.Table.from_pylist(rows))
+    con.execute("CREATE TABLE capacity_plan_daily AS SELECT * FROM _rows")
+    for rule in table.row_rules:
+        broken = con.execute(f"SELECT list(deployment_id) FROM capacity_plan_daily WHERE {rule.violation}").fetchone()
+        assert broken == (None,), rule.name
 
 
 def test_the_windows_percentiles_are_cut_into_batches_by_successful_requests() -> None:

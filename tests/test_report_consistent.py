@@ -140,9 +140,9 @@ CONFIG_KEYS = ("scale_out_minutes, warmup_minutes in deployments.yaml",)
 
 
 def test_no_text_a_reader_sees_has_seed_numbers_or_python_notation() -> None:
-    review = _one_gpu(**{"replicas_needed_seed_rule": 2, "seed_rule_redundancy": 0.8, "headroom_scaling_lag_pct": 0.1,
-                         "headroom_forecast_error_pct": 0.1, "headroom_release_pct": 0.05,
-                         "headroom_jitter_pct": 0.05})
+    review = _one_gpu(**{"replicas_needed_seed_rule": 2, "rule_of_thumb_redundancy": 0.8,
+                         "headroom_scaling_lag_pct": 0.1, "headroom_forecast_error_pct": 0.1,
+                         "headroom_release_pct": 0.05, "headroom_jitter_pct": 0.05})
     review = Review(**{**review.__dict__, "capacity": [dict(review.capacity[0], lambda_slo_max=1.24,
                                                             task_attainment=0.86, expected_task_attainment=0.80)]})
     text, markdown = _texts(review)

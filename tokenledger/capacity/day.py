@@ -50,8 +50,8 @@ from tokenledger.storage.duck import (
 from tokenledger.storage.lake import DayWindow, attach_day, write_table
 from tokenledger.storage.layout import HomeLayout
 
-# Seed 000's redundancy: the share of a replica's measured concurrency its rule plans for.
-SEED_RULE_REDUNDANCY = 0.8
+# The rule of thumb's redundancy (seed 000): the share of a replica's measured concurrency it plans for.
+RULE_OF_THUMB_REDUNDANCY = 0.8
 # How many missed commitments a capacity note names when no window qualified.
 NOTE_COMMITMENTS = 3
 
@@ -488,7 +488,8 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     gpus_per_replica = inputs["gpus_per_replica"]
     slots_per_replica, slots_source = planning_slots(inputs)
     headroom = _headroom(inputs)
-    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"], "seed_rule_redundancy": SEED_RULE_REDUNDANCY,
+    out: dict[str, Any] = {"deployment_id": inputs["deployment_id"],
+                           "rule_of_thumb_redundancy": RULE_OF_THUMB_REDUNDANCY,
                            "slots_per_replica_used": slots_per_replica, "slots_per_replica_source": slots_source}
     timed = bool(mean_s) and mean_s > 0
     if rate == 0:
@@ -498,8 +499,8 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     elif not timed:
         slots = load = p_wait = None
         out["littles_law_concurrency"] = None
-        note = ("no successful request to measure the service time: Erlang C, replicas and GPUs needed cannot be "
-                "planned")
+        note = ("no successful request to measure the service time: the Erlang C plan (slots, replicas and its GPUs) "
+                "cannot be made")
     else:
         load = rate * mean_s
         slots = least_slots(rate, mean_s, wait_s, target)
@@ -517,10 +518,11 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
                  "Erlang C cannot be planned")
     out.update(offered_load=load, erlang_c_slots=slots, p_wait_over_limit=p_wait)
     if slots_per_replica is None or (rate > 0 and p99_s is None):
-        out["seed_rule_required_concurrency"] = out["replicas_needed_seed_rule"] = None
+        out["rule_of_thumb_required_concurrency"] = out["replicas_needed_seed_rule"] = None
     else:
-        required, replicas = seed_rule_replicas(rate, p99_s or 0.0, wait_s, slots_per_replica, SEED_RULE_REDUNDANCY)
-        out["seed_rule_required_concurrency"], out["replicas_needed_seed_rule"] = required, replicas
+        required, replicas = seed_rule_replicas(rate, p99_s or 0.0, wait_s, slots_per_replica,
+                                                RULE_OF_THUMB_REDUNDANCY)
+        out["rule_of_thumb_required_concurrency"], out["replicas_needed_seed_rule"] = required, replicas
     if slots is None or slots_per_replica is None:
         out.update(replicas_needed_erlang=None, headroom_pct_total=None, base_gpus=None, gpus_needed_erlang_c=None,
                    replicas_needed_erlang_c=None, headroom_failure_gpus=None,
@@ -542,11 +544,11 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
                              or (goodput or 0) > erlang_c else "erlang_c")
     out["gpus_needed_difference"] = (None if len(both) < 2 else goodput - erlang_c)
     if sizing["gpus_needed_goodput"] is not None:
-        note += (f"; seed 002: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
+        note += (f"; goodput sizing: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
                  f"{inputs['capacity_goodput_per_gpu']:.4g} tok/s per GPU = {sizing['goodput_sizing_base_gpus']:.3g}"
                  f" GPUs before headroom, {sizing['gpus_needed_goodput']:.3g} with it")
     else:
-        note += "; seed 002's sizing needs a capacity goodput per GPU, and the day has none"
+        note += "; the goodput sizing needs a capacity goodput per GPU, and the day has none"
     out["plan_note"] = note
     return out
 
@@ -554,8 +556,8 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
 _PLAN_SCHEMA = pa.schema([
     ("deployment_id", pa.string()), ("littles_law_concurrency", pa.float64()), ("offered_load", pa.float64()),
     ("erlang_c_slots", pa.int64()), ("p_wait_over_limit", pa.float64()), ("replicas_needed_erlang", pa.int64()),
-    ("seed_rule_required_concurrency", pa.float64()), ("replicas_needed_seed_rule", pa.int64()),
-    ("seed_rule_redundancy", pa.float64()), ("headroom_pct_total", pa.float64()), ("base_gpus", pa.float64()),
+    ("rule_of_thumb_required_concurrency", pa.float64()), ("replicas_needed_seed_rule", pa.int64()),
+    ("rule_of_thumb_redundancy", pa.float64()), ("headroom_pct_total", pa.float64()), ("base_gpus", pa.float64()),
     ("headroom_scaling_lag_gpus", pa.float64()), ("headroom_forecast_error_gpus", pa.float64()),
     ("headroom_release_gpus", pa.float64()), ("headroom_jitter_gpus", pa.float64()),
     ("headroom_failure_gpus", pa.float64()), ("gpus_needed_erlang_c", pa.float64()),
