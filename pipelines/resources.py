@@ -82,7 +82,7 @@ class LedgerResource(dg.ConfigurableResource):
         """At a run's start: hold the run (`holding_run`), unless the process orchestrating it already does (an
         executor of a process per step: pipelines/executors.py); then, for a home on object storage, fetch what the
         step reads of the run's days."""
-        run = context.dagster_run
+        run = context.run
         layout = self.layout
         held_for_steps = run is not None and run.tags.get(HELD_TAG) == run.run_id
         if held_for_steps and run.tags.get(HOME_TAG) != layout.name:

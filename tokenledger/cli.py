@@ -19,7 +19,6 @@ import re
 import shlex
 import subprocess
 import sys
-import warnings
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -439,7 +438,6 @@ def run_days(home: Path, start: date, end: date, verbose: bool = False, days_per
     `parallel`: the runs are submitted to the home's Dagster instance instead (pipelines/submitted.py), at most
     that many of them unfinished at once, and `days_per_run` defaults to the range cut into that many runs."""
     layout = use_home(home)
-    warnings.filterwarnings("ignore")
     from dagster import DagsterInstance
 
     from tokenledger.pipelines.definitions import defs
