@@ -98,6 +98,34 @@ def test_a_long_warning_is_one_line_with_its_counts_the_worst_day_and_where_to_r
     assert summarize_warning(short, Path("/h")) == short
 
 
+def test_a_long_warning_says_its_first_entry_whole_never_cut_mid_list() -> None:
+    """The demo's week (issue 57 item 4): a gateway day's quarantine by field, and a GPU day's notes whose entries
+    hold '; ' themselves, each said with the count of their days and the first whole (it was cut at 100 characters:
+    'input_tokens 1....', 'a time wr....'); a single entry, however long, is said whole."""
+    from tokenledger.cli import summarize_warning
+
+    fields = ("cached_within_input 1, e2e_after_ttft 1, input_tokens 1, line is not valid JSON 1, output_tokens 1, "
+              "received_at 1, request_id 1, status 1")
+    quarantine = "quality/ingest_reconciliation_daily:quarantine_empty: " + "; ".join(
+        f"2026-11-{d} gateway: 8 row(s) quarantined ({fields})" for d in range(16, 23))
+    assert summarize_warning(quarantine, Path("/h")) == (
+        "quality/ingest_reconciliation_daily:quarantine_empty: 7 entries from 2026-11-16 to 2026-11-22; the first: "
+        f"2026-11-16 gateway: 8 row(s) quarantined ({fields}). All of it: tokenledger sql --home /h \"SELECT * FROM "
+        'quality.quarantine".')
+    note = ("{file}: 2880 line(s) with a time written without a zone (timestamp), read as UTC; nvidia-smi writes its "
+            "host's local time, so this is right only where the host runs in UTC (TZ=UTC)")
+    day = "2026-11-{d} gpu: " + note.format(file="raw/gpu/dt=2026-11-{d}/a-node0.csv") + "; " + note.format(
+        file="raw/gpu/dt=2026-11-{d}/b-node0.csv")
+    notes = "quality/ingest_reconciliation_daily:source_notes_empty: " + "; ".join(
+        day.format(d=d) for d in range(16, 20))
+    said = summarize_warning(notes, Path("/h"))
+    assert said == ("quality/ingest_reconciliation_daily:source_notes_empty: 4 entries from 2026-11-16 to 2026-11-19; "
+                    f"the first: {day.format(d=16)}. All of it: the check in the Dagster UI (tokenledger ui) or "
+                    "tokenledger run --verbose.")
+    one = f"quality/ingest_reconciliation_daily:source_notes_empty: {day.format(d=16)}"
+    assert len(one) > 200 and summarize_warning(one, Path("/h")) == one
+
+
 def test_a_misspelled_config_key_gets_a_did_you_mean_said_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home_of(home)))
     config = home / "config" / "deployments.yaml"

@@ -293,8 +293,9 @@ _MORE = re.compile(r"\s+and (\d+) more\b\.?\s*")
 
 def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
     """One line for a warning check's message (`asset:check: what: entry; entry; ... [and N more.] [advice]`,
-    entries led by their day): a short one as it is; a long one as its count of entries, the days they fall on and
-    the busiest, the first entry, the advice, and where to read all of it."""
+    entries led by their day): a short one, or one of a single entry, whole; a long one of several entries as their
+    count, the days they fall on and the busiest, the first entry whole, the advice, and where to read all of it.
+    Nothing is cut mid-word: what is said is said whole."""
     one_line = " ".join(message.split())
     if len(one_line) <= limit:
         return one_line
@@ -302,7 +303,14 @@ def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
     what = ""
     if not _DAY_ENTRY.match(body) and ": " in body:
         what, _, body = body.partition(": ")
-    entries = [e.strip() for e in body.split("; ") if e.strip()]
+    entries: list[str] = []
+    for part in (e.strip() for e in body.split("; ") if e.strip()):
+        # Entries led by their day: a part that is not is the rest of the entry before it ('read as UTC; nvidia-smi
+        # writes its host's local time...'), not an entry of its own.
+        if entries and _DAY_ENTRY.match(entries[0]) and not _DAY_ENTRY.match(part):
+            entries[-1] += "; " + part
+        else:
+            entries.append(part)
     advice, more = "", 0
     if entries:
         last = entries[-1]
@@ -312,12 +320,13 @@ def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
         elif ". " in last:
             last, advice = last.split(". ", 1)
         entries[-1] = last
+    if len(entries) + more <= 1:  # nothing repeats: nothing to count
+        return one_line
     days: dict[str, int] = {}
     for entry in entries:
         if found := _DAY_ENTRY.match(entry):
             days[found.group(1)] = days.get(found.group(1), 0) + 1
-    first = entries[0] if entries else body
-    first = first if len(first) <= 100 else first[:97] + "..."
+    first = entries[0].rstrip(".")
     spread = ""
     if days and more:  # the check listed only the first entries: their days say where it starts
         spread = f" from {min(days)} on"
