@@ -72,12 +72,15 @@ class RunningSteps:
         with self._lock:
             return sorted(self._running)
 
-    def due(self) -> list[str]:
+    def due(self, early: float = 0.0) -> list[str]:
+        """A line for each step running `every_s` since it started or was last said. `early`: up to this long before
+        that, for a caller asking every `early` seconds, so that no step goes unsaid longer than `every_s` (asked
+        every second, a line due at 30 s would otherwise come as late as 31 s)."""
         now = self.clock()
         lines = []
         with self._lock:
             for key, (days, started, said) in sorted(self._running.items()):
-                if now - said >= self.every_s:
+                if now - said >= self.every_s - early:
                     lines.append(running_line(key, days, now - self.began, now - started))
                     self._running[key] = (days, started, now)
         return lines
@@ -117,9 +120,11 @@ class _StepLines(logging.Handler):
             self.stream.flush()
 
     def _beat(self) -> None:
-        """Until the run ends: a line for each step that has run another HEARTBEAT_S (looked at 4 times as often)."""
-        while not self._ended.wait(min(1.0, self.steps.every_s / 4)):
-            for line in self.steps.due():
+        """Until the run ends: a line for each step that has run another HEARTBEAT_S (looked at 4 times as often, at
+        most a second apart, and said up to that much early, so no step runs longer than HEARTBEAT_S unsaid)."""
+        poll = min(1.0, self.steps.every_s / 4)
+        while not self._ended.wait(poll):
+            for line in self.steps.due(early=poll):
                 self._say(line)
 
 

@@ -4,6 +4,7 @@ step still running, naming the step, its days and how long it has run."""
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 import time
@@ -94,3 +95,22 @@ def test_the_handler_keeps_one_line_per_finished_step() -> None:
         handler.emit(record)
     assert re.fullmatch(r"\s+\d+\.\d s  core/gateway_requests done\n", stream.getvalue())
     assert handler.steps.due() == []
+
+
+def test_asked_every_second_a_running_step_is_never_left_unsaid_longer_than_the_interval() -> None:
+    """The logger's thread asks every second (`early` = 1): a step is said at 29 to 30 s after it started and after
+    each line, never at 31 s (issue 57 item 4: a line at least every 30 s during a long step). Fake time, asked at
+    0.37 s offsets so no tick lands on a whole second."""
+    clock = Clock()
+    steps = RunningSteps(every_s=30, clock=clock)
+    steps.saw("STEP_START", "ingest__gateway_requests", "2026-11-16")
+    started, said = clock.now, [clock.now]
+    clock.now += 0.37
+    while clock.now - started < 200:
+        if lines := steps.due(early=1.0):
+            assert lines == [running_line("ingest__gateway_requests", "2026-11-16", clock.now - steps.began,
+                                          clock.now - started)]
+            said.append(clock.now)
+        clock.now += 1.0
+    gaps = [later - earlier for earlier, later in itertools.pairwise(said)]
+    assert len(gaps) >= 6 and all(29 <= gap <= 30 for gap in gaps), gaps
