@@ -16,14 +16,25 @@ from tokenledger.report.review import Review, cost_chart, render_html, render_ma
 def _both(review: Review) -> tuple[str, str]:
     """Both renderings, and the check that every table of the review is in each."""
     page, markdown = render_html(review), render_markdown(review)
+    captions = [_plain(c) for c in re.findall(r"<caption>(.*?)</caption>", page)]
     for table in tables(review):
-        assert f"<caption>{html.escape(table.caption)}</caption>" in page and f"**{table.caption}**" in markdown
+        assert str(table.caption) in captions and f"**{html.escape(str(table.caption), quote=False)}**" in markdown
     return page, markdown
 
 
+def _plain(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def _notes(page: str) -> list[str]:
+    """The page's lines (notes and list items) as a reader reads them."""
+    return [_plain(n) for n in re.findall(r'<(?:p class="note"|li)>(.*?)</(?:p|li)>', page, re.S)]
+
+
 def _says(line: str, page: str, markdown: str) -> None:
-    assert f'<p class="note">{html.escape(line)}</p>' in page, line
-    assert f"\n{html.escape(line, quote=False)}\n" in markdown, line
+    assert line in _notes(page), line
+    escaped = html.escape(line, quote=False)
+    assert f"\n{escaped}\n" in markdown or f"\n- {escaped}\n" in markdown, line
 
 
 def _charts(page: str) -> list[str]:
@@ -48,8 +59,8 @@ def test_a_day_without_cost_rows_leaves_the_cost_chart_out_and_says_why() -> Non
     page, markdown = _both(review)
     assert _charts(page) == ["load", "attainment"]
     _says("No cost rows for this day: no bill and no priced API usage, so there is no $/MTok chart.", page, markdown)
-    (row,) = verdict_table(review).rows
-    assert row[6] == "—"
+    (row,) = verdict_table(review).text_rows()
+    assert row[3:5] == ["—", "—"]
     # The chart function itself draws an empty history rather than failing.
     assert "no cost per MTok under SLO published yet" in cost_chart([], DAY)
 
@@ -82,15 +93,17 @@ def test_a_day_without_a_load_test_or_capacity_figure() -> None:
                      load=[{"model": "m", "hour": h, "output_token_rate": 100.0, "capacity_token_rate": None,
                             "over_capacity": None} for h in range(24)])
     page, markdown = _both(review)
-    (row,) = verdict_table(review).rows
-    assert row == ["m", "met", "—", "—", "—", "—", "2.0000 USD", "no capacity figure", "—"]
-    assert "Validation</td><td>no capacity figure: —. Load-test run none;" in page
+    (row,) = verdict_table(review).text_rows()
+    assert row == ["m", "m-a", "SLO met; GPUs needed not known (infra.capacity_plan_daily.plan_note says why)", "—",
+                   "2.0000 USD", "—", "— / 16.00", "—", "no capacity figure"]
+    _says("m: good tokens a day not known (no capacity figure); 2.0000 USD per million good tokens.", page, markdown)
+    assert dict(next(t for t in tables(review) if str(t.caption).startswith("Capacity review")).text_rows())[
+        "Validation"].startswith("no capacity figure: —. Load-test run none;")
     assert "UTC hour — demand bars (red: over capacity), no capacity figure" in page
     # Two deployments of the model, one without its GPUs in force: no partial sum is shown as the model's.
     two = _review(HEALTHY, capacity=[_cap(), _cap(deployment_id="m-b")],
                   plan=[_plan(), _plan(deployment_id="m-b", gpus_deployed=None, hours_over_capacity=5)])
-    (row,) = verdict_table(two).rows
-    assert (row[3], row[4], row[8]) == ("—", "—", "5")
+    assert [r[6:8] for r in verdict_table(two).text_rows()] == [["12.40 / 16.00", "3"], ["12.40 / —", "5"]]
     _both(two)
 
 
@@ -116,16 +129,14 @@ def test_a_day_without_latency_judges_the_success_rate_alone() -> None:
     review = _review(slo, tokens=[_tokens()])
     page, markdown = _both(review)
     assert _charts(page) == ["cost", "load"]
-    assert ('<p class="note">No attainment chart for m: the logs carry no latency (TTFT and ITL are NULL: '
-            "usage-only logs), so no request was judged.</p>") in page
-    _says("m's logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not measured, the "
-          "success rate is judged alone.", page, markdown)
-    (row,) = verdict_table(review).rows
-    assert (row[1], row[2]) == ("met", "—")
+    _says("m's logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not measured (no "
+          "attainment chart), the success rate is judged alone.", page, markdown)
+    (row,) = verdict_table(review).text_rows()
+    assert row[2].startswith("SLO met;")
     # The success rate still decides.
     failing = [*slo[:2], _slo("all", **blind, success_rate=0.9991, success_rate_met=False, all_met=False)]
-    (row,) = verdict_table(_review(failing)).rows
-    assert (row[1], row[2]) == ("missed", "success rate 0.9991 < 0.9995")
+    (row,) = verdict_table(_review(failing)).text_rows()
+    assert row[2].startswith("SLO missed: success rate 0.9991 < 0.9995;")
 
 
 def test_a_day_without_what_if_rows_or_token_split_says_so() -> None:
@@ -138,11 +149,13 @@ def test_a_day_without_what_if_rows_or_token_split_says_so() -> None:
              "caches": 1, "requests_simulated": 10, "input_tokens": 0, "simulated_cached_tokens": 0,
              "observed_cached_tokens": 0, "currency": "USD", "cost_change": 0.0}
     page, markdown = _both(_review(HEALTHY, whatif=[empty]))
-    _says("Prefix-cache what-if: no configured scenario could be replayed on the model (see the notes of "
+    _says("Prefix-cache what-if on m-a: no configured scenario could be replayed (see the notes of "
           "infra.cache_whatif_daily).", page, markdown)
     # Requests that reached the model, none served in full: the input table stays, the workload says why.
     page, markdown = _both(_review(HEALTHY, tokens=[_tokens(workload_requests=0, isl_p50=None)]))
-    assert "Input tokens of m, three figures together" in page and "Workload of m:" not in page.split("<caption>")[-1]
+    captions = [str(t.caption) for t in tables(_review(HEALTHY, tokens=[_tokens(workload_requests=0, isl_p50=None)]))]
+    assert "Input tokens of m, three figures together" in captions
+    assert not [c for c in captions if c.startswith("Workload")]
     _says("Workload of m: no request was served in full, so there are no ISL/OSL quantiles.", page, markdown)
 
 
@@ -153,12 +166,11 @@ def test_an_idle_gpu_model_is_named_in_one_line_not_judged() -> None:
                      plan=[_plan(), _plan(model="idle", deployment_id="idle-a")],
                      tokens=[_tokens(), _tokens(model="idle", requests=0, workload_requests=0)])
     page, markdown = _both(review)
-    assert [r[0] for r in verdict_table(review).rows] == ["m"]
+    assert [r[0] for r in verdict_table(review).text_rows()] == ["m"]
     _says("No request reached idle (8.00 GPUs in force) on this day: not judged, left out of the verdict and the "
           "model sections.", page, markdown)
     assert '<section id="model-idle">' not in page and "## Model idle" not in markdown
-    # Its capacity in force stays in the summary.
-    assert "<td>idle-a</td>" in page
+
 
 
 def test_an_empty_day_renders_with_one_line_per_part() -> None:
@@ -167,8 +179,6 @@ def test_an_empty_day_renders_with_one_line_per_part() -> None:
     assert _charts(page) == [] and list(tables(review)) == []
     _says("No published rows for this day: no deployment was in force and no request came, so there is nothing to "
           "judge.", page, markdown)
-    _says("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU deployment "
-          "was in force.", page, markdown)
     _says("No cost rows for this day: no bill and no priced API usage, so there is no $/MTok chart.", page, markdown)
     # GPU deployments in force, no request anywhere.
     idle = _review([], tokens=[_tokens(requests=0, workload_requests=0)], cost_history=[])
@@ -207,17 +217,24 @@ def _api_rows(**cost: Any) -> dict[str, Any]:
                   "peak_minute_tpm_utilization": 0.25 if h == 9 else 0.05, "over_rate_limit": False}
                  for h in range(24)],
         "cost_history": [{"day": DAY, "model": API, "deployment_id": "api-m-provider", "currency": "USD",
-                          "cost_per_mtok_goodput": 25.0, "cost_total": 5.0, "compliant_output_tokens": 200_000,
+                          "cost_per_mtok_goodput": 25.0, "cost_per_mtok_output": 20.0, "cost_total": 5.0,
+                          "compliant_output_tokens": 200_000,
                           **cost}],
     }
 
 
-HOSTED_ROW = [API, "1,000", "missed", "bucket 0-4k attainment 0.9850 < 0.99",
-              "TTFT P99 1,400 ms, attainment 0.9850 (ITL not logged for 100.0%)",
-              "2,000,000 = 1,500,000 cached + 500,000 recomputed (75.0% cached)", "250,000", "20.0000 USD",
-              "25.0000 USD", "no capacity: provider-managed", "RPM 50.0%, TPM 25.0%"]
-NO_CAPACITY_LINE = ("No capacity: provider-managed (api-m-provider), so no GPU figure, capacity template or plan; "
-                    "busiest minute 50.0% of the RPM limit and 25.0% of the TPM limit.")
+# The hosted model's verdict row: infra.capacity_verdict_daily's words, both $/MTok (5 USD over 250k delivered and
+# 200k compliant output tokens), no GPU figure.
+HOSTED_ROW = [API, "api-m-provider", "SLO missed: bucket 0-4k attainment 0.9850 < 0.99; provider-managed: no GPUs of "
+                                     "ours", "20.0000 USD", "25.0000 USD", "provider-managed", "provider-managed", "—",
+              "provider-managed"]
+HOSTED_FIGURES = [["requests", "1,000"],
+                  ["latency", "TTFT P99 1,400 ms, attainment 0.9850 (ITL not logged for 100.0%)"],
+                  ["input: total = cached + recomputed",
+                   "2,000,000 = 1,500,000 cached + 500,000 recomputed (75.0% cached)"], ["output tokens", "250,000"],
+                  ["busiest minute against the rate limits",
+                   "busiest minute 50.0% of the RPM limit (12:00) and 25.0% of the TPM limit (09:00)"]]
+NO_CAPACITY_LINE = "No capacity: provider-managed (api-m-provider), so no GPU figure, capacity template or plan."
 
 
 def _mixed(**cost: Any) -> Review:
@@ -229,23 +246,26 @@ def _mixed(**cost: Any) -> Review:
                    cost_history=gpu.cost_history + api["cost_history"])
 
 
+def _table(review: Review, start: str):
+    return next(t for t in tables(review) if str(t.caption).startswith(start))
+
+
 def test_a_hosted_model_has_its_own_verdict_row() -> None:
     review = _mixed()
     page, markdown = _both(review)
-    verdicts = [t for t in tables(review) if t.caption.startswith("Verdict")]
-    assert [t.caption for t in verdicts] == ["Verdict per model", "Verdict per hosted-API model (provider-managed)"]
-    assert [r[0] for r in verdicts[0].rows] == ["m"]
-    assert verdicts[1].rows == [HOSTED_ROW]
+    verdict = verdict_table(review).text_rows()
+    assert [r[0] for r in verdict] == ["m", API] and verdict[1] == HOSTED_ROW
     assert "| " + " | ".join(html.escape(c, quote=False) for c in HOSTED_ROW) + " |" in markdown
-    # Both verdict tables lead, before the introduction.
-    assert page.index("Verdict per hosted-API model") < page.index('<p class="lede">')
-    # Its section: load without a capacity line, attainment, SLO, workload and input; no capacity template.
+    _says(f"{API}: provider-managed, its capacity is the provider's; 25.0000 USD per million good tokens.", page,
+          markdown)
+    # Its section: load without a capacity line, attainment and SLO on its screen; latency, input, rate limits and
+    # workload folded; no capacity template.
     section = page[page.index(f'<section id="model-{API}">'):]
     assert section.startswith(f'<section id="model-{API}"><h2>Model {API} (hosted API, provider-managed)</h2>')
     assert re.findall(r'<svg class="chart chart-(\w+)"', section) == ["load", "attainment"]
     assert "UTC hour — demand bars (red: over capacity), provider-managed: no capacity line" in section
-    assert f"SLO of {API}: commitments" in section and f"Input tokens of {API}, three figures" in section
-    assert "Capacity review of" not in section and "Figures of" not in section
+    assert _table(review, f"Figures of {API}").text_rows() == HOSTED_FIGURES
+    assert "Capacity review of" not in section and f"Input tokens of {API}, three figures" in section
     _says(NO_CAPACITY_LINE, page, markdown)
     _says("Prefix-cache what-if: not replayed for a provider-managed model (its cache is the provider's).", page,
           markdown)
@@ -254,46 +274,34 @@ def test_a_hosted_model_has_its_own_verdict_row() -> None:
     assert f"{DAY} api-m-provider: 25.0000 USD" in cost[:cost.index("</svg>")]
 
 
-def test_a_hosted_model_delivered_cost_is_over_the_output_produced_when_the_cost_rows_carry_it() -> None:
-    # finance.cost_per_mtok_daily's output_tokens counts successful requests only: 5 USD over 240k = 20.8333.
-    (row,) = [t for t in tables(_mixed(output_tokens=240_000)) if "hosted" in t.caption][0].rows
-    assert row[7] == "20.8333 USD"
-
-
 def test_a_usage_only_hosted_model_is_judged_on_its_success_rate() -> None:
     blind = {"attainment": None, "attainment_met": None, "ttft_p99_ms": None, "itl_unknown_share": 0.0,
              "judged_requests": 0, "all_met": True}
     api = _api_rows(cost_per_mtok_goodput=None, compliant_output_tokens=0)
     review = _review([_api_slo("0-4k", **blind), _api_slo("all", **blind)], capacity=[], plan=[], **api)
     page, markdown = _both(review)
-    (row,) = verdict_table_rows(review)
-    assert row[2:5] == ["met", "—", "not in the logs (usage only): success rate judged alone"]
-    assert row[7:9] == ["20.0000 USD", "— (no latency)"]
+    (row,) = verdict_table(review).text_rows()
+    assert row[2:5] == ["SLO met; provider-managed: no GPUs of ours", "20.0000 USD", "— (no latency logged)"]
+    assert dict(_table(review, f"Figures of {API}").text_rows())["latency"] == ("not in the logs (usage only): "
+                                                                              "success rate judged alone")
+    _says(f"{API}: provider-managed, its capacity is the provider's; no latency logged, so no token is judged good "
+          "(20.0000 USD per million delivered).", page, markdown)
     assert re.findall(r'<svg class="chart chart-(\w+)"', page) == ["load"]
-    _says(f"{API}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not measured, "
-          "the success rate is judged alone.", page, markdown)
+    _says(f"{API}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not measured (no "
+          "attainment chart), the success rate is judged alone.", page, markdown)
     _says("No $/MTok under SLO up to this day: no costed deployment had compliant output (or its cost is not "
           "known), so there is no $/MTok chart.", page, markdown)
-
-
-def verdict_table_rows(review: Review) -> list[list[str]]:
-    (hosted,) = [t for t in tables(review) if t.caption == "Verdict per hosted-API model (provider-managed)"]
-    return hosted.rows
 
 
 def test_a_hosted_only_day_reads_as_a_review_of_that_traffic() -> None:
     # No GPU deployment in force (no capacity rows): the hosted verdict leads, every GPU part says why it is out.
     review = _review([_api_slo("0-4k"), _api_slo("all")], capacity=[], plan=[], **_api_rows())
     page, markdown = _both(review)
-    assert page[page.index("<table"):].startswith('<table class="verdict"><caption>Verdict per hosted-API model')
-    assert verdict_table_rows(review) == [HOSTED_ROW]
+    assert page[page.index("<table"):].startswith('<table class="verdict"><caption>Verdict per deployment')
+    assert verdict_table(review).text_rows() == [HOSTED_ROW]
     _says("No GPU deployment was in force on this day (no infra.capacity_daily rows): the review is of the "
           "hosted-API traffic alone.", page, markdown)
-    _says("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU deployment "
-          "was in force. A hosted-API model has no capacity figure: its capacity is provider-managed.", page,
-          markdown)
-    assert "not judged" not in page[:page.index('<p class="lede">')] and "GPUs needed / in force" not in page
-    assert "<h2>Summary</h2><p class=\"note\">" in page
+    assert "GPUs needed / in force" in page and "Capacity review of" not in page
     # GPU deployments in force but idle: named in one line with their GPUs, not three 'not judged' verdict rows.
     idle = [_cap(model=m, deployment_id=f"{m}-a", gpus=2.0) for m in ("g1", "g2", "g3")]
     api = _api_rows()
@@ -305,9 +313,7 @@ def test_a_hosted_only_day_reads_as_a_review_of_that_traffic() -> None:
                                                                    for c in idle],
                      load=api["load"], cost_history=api["cost_history"])
     page, markdown = _both(review)
-    verdict = page[:page.index('<p class="lede">')]
-    assert "Verdict per model" not in verdict and '<td class="muted">not judged</td>' not in verdict
-    assert verdict_table_rows(review) == [HOSTED_ROW]
+    assert verdict_table(review).text_rows() == [HOSTED_ROW]
     _says("No request reached g1 (2.00 GPUs in force), g2 (2.00 GPUs in force), g3 (2.00 GPUs in force) on this "
           "day: not judged, left out of the verdict and the model sections.", page, markdown)
     assert re.findall(r'<section id="model-([\w-]+)">', page) == [API]
@@ -318,16 +324,16 @@ def test_an_idle_hosted_model_is_named_as_provider_managed() -> None:
     review = _review(HEALTHY + [_api_slo("all", effective_requests=0, attainment=None, all_met=None)],
                      tokens=[_tokens(), {**api["tokens"][0], "requests": 0}])
     page, markdown = _both(review)
-    assert not [t for t in tables(review) if "hosted" in t.caption]
+    assert [r[0] for r in verdict_table(review).text_rows()] == ["m"]
     _says(f"No request reached {API} (provider-managed) on this day: not judged, left out of the verdict and the "
           "model sections.", page, markdown)
 
 
-def test_an_hour_over_a_hosted_rate_limit_is_counted() -> None:
+def test_an_hour_over_a_hosted_rate_limit_is_named() -> None:
     api = _api_rows()
     api["load"][12] = {**api["load"][12], "peak_minute_rpm_utilization": 1.16, "over_rate_limit": True}
     review = _review([_api_slo("0-4k"), _api_slo("all")], capacity=[], plan=[], **api)
-    page, markdown = _both(review)
-    assert verdict_table_rows(review)[0][-1] == "RPM 116.0%, TPM 25.0%; 1 h over"
-    _says("No capacity: provider-managed (api-m-provider), so no GPU figure, capacity template or plan; busiest "
-          "minute 116.0% of the RPM limit and 25.0% of the TPM limit, 1 hour(s) over a rate limit.", page, markdown)
+    _both(review)
+    assert dict(_table(review, f"Figures of {API}").text_rows())["busiest minute against the rate limits"] == (
+        "busiest minute 116.0% of the RPM limit (12:00) and 25.0% of the TPM limit (09:00), hours over a rate "
+        "limit: 12:00")

@@ -1,6 +1,7 @@
-"""The capacity review on hand-made published rows (no Dagster): the verdict table leads and names the missed
-figure, the growth forecast, charts that read true (a date axis with gaps, a log scale across a 10x spread, no
-label over a bar), and the verdict above the fold in headless Chromium (skipped without /usr/bin/chromium)."""
+"""The capacity review on hand-made published rows (no Dagster): the verdict table leads with
+infra.capacity_verdict_daily's words and names the missed figure, the growth forecast, charts that read true (a date
+axis with gaps, a log scale across a 10x spread, no label over a bar), and the verdict above the fold in headless
+Chromium (skipped without /usr/bin/chromium)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from tokenledger.report.review import (
     render_html,
     render_markdown,
     verdict_table,
-    whatif_finding,
 )
 from tools.screenshot import VERDICT_HEADER, find_chromium, first_row_with, png_pixels, screenshot
 
@@ -82,69 +82,37 @@ MISSED = [_slo("0-4k"), _slo("4k-32k", attainment=0.982, attainment_met=False, a
 
 
 def test_the_verdict_names_the_missed_figures() -> None:
-    (row,) = verdict_table(_review(MISSED)).rows
+    (row,) = verdict_table(_review(MISSED)).text_rows()
     # Bucket 4k-32k attained 0.982 against 0.99, and the model's success rate 0.9991 against 0.9995. 12.4 GPUs
-    # needed against 16 in force: 3.6 to spare. The capacity fell back to the demonstrated lower bound because the
-    # load test measured the previous engine.
-    assert row == ["m", "missed", "bucket 4k-32k attainment 0.9820 < 0.99; success rate 0.9991 < 0.9995",
-                   "12.40 / 16.00", "surplus 3.60", "—", "2.0000 USD",
+    # needed against 16 in force. The capacity fell back to the demonstrated lower bound because the load test
+    # measured the previous engine. Both $/MTok on the row (delivered: no cost_per_mtok_output in the hand-made
+    # cost rows).
+    assert row == ["m", "m-a", "SLO missed: bucket 4k-32k attainment 0.9820 < 0.99; success rate 0.9991 < 0.9995; "
+                               "the 16.00 GPUs in force hold the peak with the headroom policy (12.40 needed)",
+                   "—", "2.0000 USD", "428,544,000", "12.40 / 16.00", "3",
                    "demonstrated lower bound (load test lt-1 measured another configuration: engine_version "
-                   "0.6.3 → 0.7.0)", "3"]
-    # A P99 over its limit and a deficit read the same way.
+                   "0.6.3 → 0.7.0)"]
+    # A P99 over its limit and GPUs short of the policy read the same way.
     slow = [_slo("0-4k"), _slo("4k-32k"), _slo("all", queue_p99_ms=412.0, queue_p99_met=False, all_met=False)]
-    (row,) = verdict_table(_review(slow, plan=[_plan(gpus_needed=20.5)])).rows
-    assert (row[1], row[2], row[3], row[4]) == ("missed", "P99 queue 412 ms > 300 ms", "20.50 / 16.00",
-                                                "deficit 4.50")
-    (row,) = verdict_table(_review([_slo("0-4k"), _slo("4k-32k"), _slo("all")])).rows
-    assert (row[1], row[2]) == ("met", "—")
+    (row,) = verdict_table(_review(slow, plan=[_plan(gpus_needed=20.5)])).text_rows()
+    assert (row[2], row[6]) == ("SLO missed: P99 queue 412 ms > 300 ms; policy: 4.50 more GPUs", "20.50 / 16.00")
+    (row,) = verdict_table(_review([_slo("0-4k"), _slo("4k-32k"), _slo("all")])).text_rows()
+    assert row[2].startswith("SLO met;")
 
 
 def test_the_review_leads_with_its_verdict() -> None:
     review = _review(MISSED)
     text = render_html(review)
-    # The first table after the title is the verdict, before the introduction and everything else.
+    # The first table after the title is the verdict, before the model sections.
     first = text.index("<table")
-    assert text.index("<h1>") < first < text.index('<p class="lede">')
-    assert text[first:].startswith('<table class="verdict"><caption>Verdict per model</caption>')
-    assert '<td class="missed">missed</td>' in text
+    assert text.index("<h1>") < first < text.index('<section id="model-m">')
+    assert text[first:].startswith('<table class="verdict"><caption>Verdict per deployment</caption>')
+    assert '<td class="v-slo_missed"><span data-table="infra.capacity_verdict_daily" data-column="verdict_text"' in text
+    # The two questions answered under it: good tokens a day, and what a million cost.
+    assert ("m: at least 428,544,000 good output tokens a day on 16 GPUs (60.0% used); 2.0000 USD per million good "
+            "tokens.") in render_markdown(review)
     markdown = render_markdown(review)
-    assert markdown.index("**Verdict per model**") < markdown.index("## Summary")
-
-
-def _whatif(scenario: str, cache: str, cached: int | None, cost_change: float | None, blocks: int | None = None,
-            **changes: Any) -> dict[str, Any]:
-    row = {"model": "m", "deployment_id": "m-a", "scenario": scenario, "cache": cache, "cache_blocks": blocks,
-           "caches": 1, "requests_simulated": 2_000, "input_tokens": 1_000_000, "simulated_cached_tokens": cached,
-           "observed_cached_tokens": 400_000, "currency": "USD", "cost_change": cost_change}
-    row.update(changes)
-    return row
-
-
-def test_the_review_gives_each_model_its_best_prefix_cache() -> None:
-    # 1M input tokens, 400k observed cached; at 0.10 USD per 1M cached and 1.00 per 1M recomputed tokens the
-    # observed input cost 0.04 + 0.60 = 0.64 USD. The 64k-block LRU caches 700k: 0.07 + 0.30 = 0.37 USD, a change of
-    # -0.27 USD over 1M input tokens. It is the best cache one could run (the 8k-block LRU caches 500k, the GB
-    # scenario was not replayed); the infinite cache's 800k is shown as the bound beside it.
-    whatif = [_whatif("infinite", "infinite", 800_000, -0.36), _whatif("lru-8k", "lru", 500_000, -0.09, 8192),
-              _whatif("lru-64k", "lru", 700_000, -0.27, 65536), _whatif("lru-40gb", "lru", None, None)]
-    review = _review(MISSED, whatif=whatif)
-    line = ("Prefix-cache what-if, best configured cache lru-64k: 70.0% of input cached (observed 40.0%, infinite "
-            "cache 80.0%); input cost change -0.2700 USD per 1M input tokens.")
-    assert whatif_finding(review, "m") == line
-    assert f'<p class="note">{line}</p>' in render_html(review) and f"\n{line}\n" in render_markdown(review)
-    # Two LRU caches that hit alike: the smaller one is the best. Without any hashed request, the line says so.
-    tie = _review(MISSED, whatif=[_whatif("lru-8k", "lru", 700_000, -0.27, 8192)] + whatif[2:3])
-    assert "best configured cache lru-8k: 70.0%" in whatif_finding(tie, "m")
-    # A figure estimated from a SHARDS sample says so, with its rate and the block accesses it replayed.
-    sampled = _review(MISSED, whatif=[whatif[0], _whatif("lru-64k", "lru", 700_000, -0.27, 65536, method="shards",
-                                                         sampling_rate=1 / 9, sampled_accesses=1_200_000,
-                                                         block_accesses=9_000_000)])
-    assert whatif_finding(sampled, "m") == line + (" lru-64k is an estimate from a SHARDS sample of the blocks (rate "
-                                                   "1/9: 1,200,000 of 9,000,000 block accesses replayed), not an "
-                                                   "exact replay.")
-    unhashed = _review(MISSED, whatif=[_whatif("infinite", "infinite", 0, 0.0, requests_simulated=0)])
-    assert whatif_finding(unhashed, "m") == ("Prefix-cache what-if: no request of the day carried prefix block "
-                                             "hashes, so none was replayed.")
+    assert markdown.index("**Verdict per deployment**") < markdown.index("## Model m")
 
 
 def test_a_growth_forecast_needs_fourteen_days_and_fits_a_line() -> None:
@@ -249,6 +217,6 @@ def test_a_missed_figure_never_prints_as_its_commitment() -> None:
     slo = [_slo("0-4k", attainment=0.98996, attainment_met=False, all_met=False), _slo("4k-32k"),
            _slo("all", success_rate=0.99948, success_rate_met=False, queue_p99_ms=300.4, queue_p99_met=False,
                 all_met=False)]
-    (row,) = verdict_table(_review(slo)).rows
-    assert row[2] == ("bucket 0-4k attainment 0.98996 < 0.99; success rate 0.99948 < 0.9995; "
-                      "P99 queue 300.4 ms > 300 ms")
+    (row,) = verdict_table(_review(slo)).text_rows()
+    assert row[2].startswith("SLO missed: bucket 0-4k attainment 0.98996 < 0.99; success rate 0.99948 < 0.9995; "
+                             "P99 queue 300.4 ms > 300 ms;")

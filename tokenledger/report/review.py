@@ -1,27 +1,38 @@
-"""The capacity review of one day (seed 002's template), as a self-contained HTML page and as Markdown.
+"""The capacity review of one day, as a self-contained HTML page and as Markdown, rendered by Jinja2 templates
+(tokenledger/report/templates/) from the day's published rows.
 
-Pure functions over the day's published rows (`Review`): no I/O, no network. The HTML has inline CSS and inline SVG
-charts drawn here (load curve against capacity, attainment by ISL bucket, $/MTok under SLO over the days
-published), no script and no external reference; every piece of text is escaped. The Markdown has the same tables
-and lines without the charts: both print `document(review)`. Figures are formatted by `fmt` so that a reader (and a
-test) finds the published number.
+Pure functions over the day's published rows (`Review`): no I/O but the templates, no network. The page reads top
+down: the verdict per deployment (infra.capacity_verdict_daily's words in their colour, both $/MTok, GPUs needed and
+in force, hours over capacity, capacity basis, good tokens a day), one line per model answering how many good
+tokens it can deliver a day, the cost per MTok over the days (one chart for every model: money compares across
+models), then per model one screen: its load and attainment charts, its SLO per ISL bucket, and the rest (the
+capacity template, the figures, workload, input, prefix-cache what-if) folded in `<details>`. A glossary at the end
+defines every term a finance reader meets; the terms link to it. The HTML has inline CSS and inline SVG charts, no
+script and no external reference; every piece of text is escaped. The Markdown has the same tables and lines without
+the charts.
 
-The verdict is infra.capacity_verdict_daily's (sql/capacity/capacity_verdict_daily.sql): the review prints its SLO
-verdict, missed figures, GPUs needed, gap and capacity basis, and decides none of them. GPU-served models (a
-deployment in infra.capacity_daily) get a verdict row against their capacity; hosted-API models (provider-managed,
-no capacity row) get their own verdict rows and sections, without a GPU figure. A model in force
-without a request on the day, and any chart or table without data (no cost rows, no latency in usage-only logs, no
-what-if rows, no capacity rows, an empty day), is left out with one line saying why.
+Every figure the review prints is a `Fig`: its text as `shown` formats it and the published cell it came from
+(table, column, key), which the HTML carries as data attributes (`data-table`, `data-column`, `data-key`,
+`data-format`), so that a reader, or a test, can trace any number to its cell.
+
+The verdict is infra.capacity_verdict_daily's (sql/capacity/capacity_verdict_daily.sql): the review prints its
+words and figures and decides none of them (docs/metrics.md, section 6). A model in force without a request on the
+day, and any chart or table without data (no cost rows, no latency in usage-only logs, no what-if rows, no capacity
+rows, an empty day), is left out with one line saying why.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
+from functools import cache
+from pathlib import Path
 from typing import Any
+
+import jinja2
 
 Row = Mapping[str, Any]
 
@@ -29,25 +40,11 @@ PALETTE = ("#1f5fa8", "#c2410c", "#15803d", "#7c3aed", "#b45309", "#0f766e", "#b
 OVER = "#fde2e2"
 # The policy's peak_basis in words (the review and the plan's note).
 PEAK_BASIS = {"busiest_5min": "busiest 5 minutes", "busiest_hour": "busiest hour"}
-CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2933; margin: 2rem auto;
-       max-width: 1240px; padding: 0 1rem; }
-h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #d9e2ec; }
-h3 { margin-top: 1.6rem; } .lede { color: #52606d; max-width: 60rem; }
-table { border-collapse: collapse; margin: .6rem 0 1rem; } caption { text-align: left; font-weight: 600; }
-th, td { border: 1px solid #d9e2ec; padding: .3rem .55rem; vertical-align: top; text-align: left; }
-th { background: #f0f4f8; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.met { color: #15803d; font-weight: 600; } .missed { color: #b91c1c; font-weight: 600; } .muted { color: #7b8794; }
-svg.chart { display: block; margin: .4rem 0 1rem; width: 100%; height: auto; }
-svg.chart text { font: 12px system-ui, sans-serif; fill: #1f2933; }
-figure { margin: 0; } .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
-@media (max-width: 900px) { .charts { grid-template-columns: 1fr; } }
-figcaption { color: #52606d; font-size: .9rem; }
-#verdict { margin-top: 1rem; } table.verdict { width: 100%; } table.verdict caption { font-size: 1.15rem; }
-table.verdict th { background: #fff4d6; } table.verdict td:first-child { white-space: nowrap; font-weight: 600; }
-p.note { color: #3e4c59; margin: .2rem 0 .6rem; }
-.tables { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
-"""
+TEMPLATES = Path(__file__).parent / "templates"
+# The verdict's four values (infra.capacity_verdict_daily.verdict), each printed in a colour of its own
+# (templates/review.css: .v-ok, .v-policy, .v-short, .v-slo_missed), in words for the legend.
+VERDICTS = (("ok", "ok"), ("policy", "policy: short only of the redundancy or headroom policy"),
+            ("short", "short: the peak needs more GPUs than in force"), ("slo_missed", "SLO missed"))
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,7 @@ class Review:
     verdict: list[Row] = field(default_factory=list)
 
 
-# --- formatting ----------------------------------------------------------------------------------------------------
+# --- formatting -------------------------------------------------------------------------------------------------------
 
 def fmt(value: Any, kind: str = "number", currency: str | None = None) -> str:
     """A published figure as the report prints it; '—' for a missing one.
@@ -121,811 +118,229 @@ def fmt(value: Any, kind: str = "number", currency: str | None = None) -> str:
     return f"{value:,.4g}" if isinstance(value, float) else str(value)
 
 
-def _hhmm(moment: datetime | None) -> str:
-    return "—" if moment is None else moment.strftime("%H:%M")
+# The review's words for a sizing (infra.capacity_verdict_daily.gpus_needed_rule, the plan's binding_sizing).
+SIZING_NAMES = {"erlang_c": "Erlang C plan", "goodput": "peak sizing"}
 
 
-def configuration(cap: Row, inventory: Row | None = None) -> str:
-    """A deployment's configuration as one line: GPU type and count, parallelism, quantization, cache and engine."""
-    text = (f"{cap['gpu_type']} × {fmt(cap['gpus'], 'gpus').rstrip('0').rstrip('.')} GPUs, TP {cap['tp']}, "
-            f"PP {cap['pp']}, {cap['quantization']}")
-    cache = cap.get("cache_policy") or (inventory or {}).get("cache_policy")
-    if cache:
-        text += f", cache {cache}"
-    if cap.get("engine"):
-        text += f", {cap['engine']}" + (f" {cap['engine_version']}" if cap.get("engine_version") else "")
-    return text
+def shown(value: Any, kind: str = "number", currency: str | None = None) -> str:
+    """A figure as the review prints it: `fmt`'s kinds and the review's own: text (as published), met (a
+    commitment: met, missed, not judged), rule (a sizing in words), hour ('14:00'), hhmm (a time of day), g (a
+    target as given: 0.99), times (an overstatement: 2.5×), to_one (a ratio: 26 : 1), signed_money_mtok (+0.0649
+    USD), minutes (seconds as minutes), one_in (a sampling rate: 1/9), gpus_short (2, 1.5), basis (the peak's
+    basis in words)."""
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    if kind == "met":
+        return "not judged" if missing else "met" if value else "missed"
+    if missing:
+        return "—"
+    if kind == "text":
+        return str(value)
+    if kind == "rule":
+        return SIZING_NAMES.get(value, str(value))
+    if kind == "basis":
+        return PEAK_BASIS.get(value, str(value))
+    if kind == "hour":
+        return f"{int(value):02d}:00"
+    if kind == "hhmm":
+        return value.strftime("%H:%M")
+    if kind == "g":
+        return f"{float(value):g}"
+    if kind == "times":
+        return f"{value:,.1f}×"
+    if kind == "to_one":
+        return f"{value:,.0f} : 1"
+    if kind == "signed_money_mtok":
+        return ("+" if value > 0 else "") + fmt(value, "money_mtok", currency)
+    if kind == "minutes":
+        return f"{value / 60:g} min"
+    if kind == "one_in":
+        return f"1/{round(1 / value)}"
+    if kind == "gpus_short":
+        return fmt(value, "gpus").rstrip("0").rstrip(".")
+    return fmt(value, kind, currency)
 
 
-def identity(cap: Row) -> str:
-    """The model and engine versions the figure is bound to (seed 003), 'not declared' where the inventory is silent."""
-    engine = " ".join(v for v in (cap.get("engine"), cap.get("engine_version")) if v) or "not declared"
-    return f"model {cap['model']} version {cap.get('model_version') or 'not declared'}, engine {engine}"
+# The published tables a figure comes from, with the columns that key a row of each (and `day`). `policy` is the
+# SLO policy the day was judged by (its limits and targets), `run` the Dagster runs that published the day and
+# wrote the review.
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "infra.capacity_verdict_daily": ("model", "deployment_id"),
+    "infra.capacity_daily": ("model", "deployment_id"),
+    "infra.capacity_plan_daily": ("model", "deployment_id"),
+    "infra.slo_daily": ("model", "isl_bucket"),
+    "infra.slo_hourly": ("model", "hour", "isl_bucket"),
+    "infra.goodput_hourly": ("model", "deployment_id", "hour"),
+    "infra.load_hourly": ("model", "hour"),
+    "infra.token_split_daily": ("model",),
+    "infra.cache_whatif_daily": ("model", "deployment_id", "scenario"),
+    "infra.gpu_usage_daily": ("deployment_id",),
+    "finance.cost_per_mtok_daily": ("model", "deployment_id"),
+    "policy": ("model", "isl_bucket"),
+    "run": (),
+}
+# Tables whose rows of other days the review shows (the previous day's power): their figures name their day.
+HISTORY_TABLES = {"infra.gpu_usage_daily"}
 
 
-def source_label(cap: Row) -> str:
-    if cap["capacity_source"] is None:
-        return "none"
-    verified = "verified" if cap["capacity_verified"] else "not verified"
-    if cap["capacity_source"] == "demonstrated":
-        verified = "lower bound, not verified"
-    return f"{cap['capacity_source']} ({verified})"
+@dataclass(frozen=True)
+class Fig:
+    """A figure as printed and the published cell it came from: `table`, `column` and `key` (the row's key columns,
+    in TABLE_KEYS' order, and its day when it is not the review's); `kind` and `currency` say how `shown` formats
+    the cell into `text`. A `derived` figure is computed
+    from published cells (its name says how) rather than being one. `verdict` is set on a verdict's words: its
+    value (ok, policy, short, slo_missed) colours it."""
+
+    text: str
+    table: str | None = None
+    column: str | None = None
+    key: tuple[tuple[str, Any], ...] = ()
+    kind: str = "number"
+    currency: str | None = None
+    derived: str | None = None
+    verdict: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __html__(self) -> str:
+        attrs = []
+        if self.table is not None:
+            values = dict(self.key)
+            attrs += [("data-table", self.table), ("data-column", self.column or ""),
+                      ("data-key", "|".join(str(values[k]) for k in TABLE_KEYS[self.table] if k in values)),
+                      ("data-format", self.kind)]
+            if "day" in values:
+                attrs.append(("data-day", values["day"]))
+            if self.currency:
+                attrs.append(("data-currency", self.currency))
+        if self.derived is not None:
+            attrs.append(("data-derived", self.derived))
+        if self.verdict is not None:
+            attrs += [("class", f"v v-{self.verdict}"), ("data-verdict", self.verdict)]
+        joined = "".join(f' {k}="{html.escape(str(v))}"' for k, v in attrs)
+        return f"<span{joined}>{html.escape(self.text)}</span>"
 
 
-# --- tables --------------------------------------------------------------------------------------------------------
+def fig(row: Row | None, table: str, column: str, kind: str = "number", currency: str | None = None,
+        text: str | None = None, verdict: str | None = None) -> Fig:
+    """The cell `column` of a published `row` of `table`, shown as `kind` (or as `text` when the review words it)."""
+    row = row or {}
+    dated = ("day",) if table in HISTORY_TABLES else ()
+    key = tuple((k, row[k]) for k in (*dated, *TABLE_KEYS[table]) if row.get(k) is not None)
+    return Fig(shown(row.get(column), kind, currency) if text is None else text, table, column, key, kind, currency,
+               verdict=verdict)
+
+
+def derived(text: str, how: str) -> Fig:
+    return Fig(text, derived=how)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term of the glossary where it appears in the text: a link to its definition in the HTML."""
+
+    text: str
+    ref: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __html__(self) -> str:
+        return f'<a class="term" href="#g-{html.escape(self.ref)}">{html.escape(self.text)}</a>'
+
+
+class Text:
+    """A line of text: plain strings, figures (`Fig`) and glossary terms (`Term`). str() is what Markdown prints,
+    __html__ what the HTML does (each figure marked with its cell, each term a link)."""
+
+    kind = "note"
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts: list[Any] = []
+        for part in parts:
+            if isinstance(part, Text):
+                self.parts += part.parts
+            elif part is not None and part != "":
+                self.parts.append(part)
+
+    def __str__(self) -> str:
+        return "".join(str(p) for p in self.parts)
+
+    def __html__(self) -> str:
+        return "".join(p.__html__() if hasattr(p, "__html__") else html.escape(str(p)) for p in self.parts)
+
+    def __add__(self, other: Any) -> Text:
+        return Text(self, other)
+
+    def __radd__(self, other: Any) -> Text:
+        return Text(other, self)
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __repr__(self) -> str:
+        return f"Text({str(self)!r})"
+
+    def figs(self) -> list[Fig]:
+        return [p for p in self.parts if isinstance(p, Fig)]
+
+
+def join(parts: Iterable[Any], sep: str = ", ") -> Text:
+    out: list[Any] = []
+    for n, part in enumerate(parts):
+        out += [sep, part] if n else [part]
+    return Text(*out)
+
+
+Cell = Fig | Text | Term | str
+
+
+@dataclass(frozen=True)
+class Head:
+    """A column header, linked to the glossary when `term` names one of its entries."""
+
+    text: str
+    term: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
 
 @dataclass(frozen=True)
 class Table:
-    """A table both renderers print: a caption, a header and rows of cells (text; numbers right-aligned)."""
+    """A table both templates print: a caption, a header and rows of cells (numbers right-aligned)."""
 
-    caption: str
-    header: list[str]
-    rows: list[list[str]]
+    caption: Text | str
+    header: list[Head | str]
+    rows: list[list[Cell]]
     numeric: set[int] = field(default_factory=set)
+    css: str = ""
+    kind: str = "table"
 
+    def text_rows(self) -> list[list[str]]:
+        """The rows as printed (each cell's text)."""
+        return [[str(c) for c in row] for row in self.rows]
 
-def model_verdict(review: Review, model: str) -> tuple[bool | None, str | None]:
-    """The model's SLO verdict and the figures it missed, as infra.capacity_verdict_daily decided them (every
-    deployment of a model carries the model's): (slo_met, missed_figures), (None, None) without a verdict row.
-    The review never judges the SLO again: the figures are named there, judged buckets only."""
-    rows = [v for v in review.verdict if v["model"] == model]
-    met = next((v.get("slo_met") for v in rows), None)
-    return met, next((v.get("missed_figures") for v in rows if v.get("missed_figures")), None)
-
-
-def model_cost_per_mtok(review: Review, model: str) -> tuple[float | None, str | None]:
-    """The model's $/MTok under SLO on the day over all its deployments: its cost over its compliant output
-    (finance.cost_per_mtok_daily), in the one currency it was costed in (None with several or none)."""
-    rows = [r for r in review.cost_history if r["day"] == review.day and r["model"] == model
-            and r.get("cost_total") is not None]
-    currencies = {r["currency"] for r in rows}
-    if len(currencies) != 1:
-        return None, None
-    tokens = sum(r["compliant_output_tokens"] or 0 for r in rows)
-    cost = sum(float(r["cost_total"]) for r in rows)
-    return (cost / tokens * 1e6 if tokens else None), currencies.pop()
-
-
-def capacity_basis(cap: Row) -> str:
-    """Where a deployment's capacity figure comes from, in the verdict's words, with why a load test of another
-    configuration did not count when it fell back."""
-    source = cap["capacity_source"]
-    if source == "loadtest":
-        text = (f"verified load test {cap['loadtest_run_id']}" if cap["capacity_verified"]
-                else f"load test {cap['loadtest_run_id']}, reference only (not verified)")
-    elif source == "demonstrated":
-        text = "demonstrated lower bound"
-    else:
-        text = "no capacity figure"
-    if cap.get("other_configuration_run_id"):
-        text += (f" (load test {cap['other_configuration_run_id']} measured another configuration: "
-                 f"{cap['other_configuration_differences']})")
-    return text
-
-
-# --- GPUs needed: one figure, its rule and its parts (docs/metrics.md, section 6) ----------------------------------
-
-# The two sizings of infra.capacity_plan_daily's binding_sizing, in the review's words.
-SIZING_NAMES = {"erlang_c": "Erlang C plan", "goodput": "peak sizing"}
-LOWER_BOUND = "demonstrated capacity is a lower bound: run a load test before buying"
-REFERENCE = "the load test is a reference figure, not verified: verify it before buying"
-# The policy's headroom percentages, in the order they are applied (each on top of the ones before it).
-HEADROOM_PARTS = (("scaling_lag", "scaling lag"), ("forecast_error", "forecast error"), ("release", "release"),
-                  ("jitter", "jitter"))
-
-
-def gpus_needed_of(plan: Row) -> float | None:
-    """GPUs needed, the one figure the review prints under that name: the larger of the two sizings with the
-    headroom policy (gpus_needed_binding), the Erlang C plan's where a row has no binding figure."""
-    return plan["gpus_needed_binding"] if "gpus_needed_binding" in plan else plan.get("gpus_needed")
-
-
-def _sizing_base(plan: Row) -> float | None:
-    """The binding sizing's GPUs before headroom: the Erlang C plan's replicas in GPUs, or the peak sizing's."""
-    return plan.get("goodput_sizing_base_gpus") if plan.get("binding_sizing") == "goodput" else plan.get("base_gpus")
-
-
-def _headroom_gpus(plan: Row) -> tuple[float, float] | None:
-    """(the headroom percentages' GPUs, the failure replicas' GPUs) that take the binding sizing's base to GPUs
-    needed; None when a part is not in the row."""
-    needed, base, failure = gpus_needed_of(plan), _sizing_base(plan), plan.get("headroom_failure_gpus")
-    if needed is None or base is None or failure is None:
-        return None
-    return needed - base - failure, failure
-
-
-def sizing_text(plan: Row) -> str:
-    """What sets GPUs needed, short: 'peak sizing 1.12 + headroom 1.37' (the larger sizing before headroom, and
-    what the headroom policy adds), '—' without a figure."""
-    name = SIZING_NAMES.get(plan.get("binding_sizing"))
-    if gpus_needed_of(plan) is None or name is None:
-        return "—"
-    parts = _headroom_gpus(plan)
-    if parts is None:
-        return f"{name} with the headroom policy"
-    base = _sizing_base(plan)
-    return f"{name} {fmt(base, 'gpus')} + headroom {fmt(_shown(gpus_needed_of(plan)) - _shown(base), 'gpus')}"
-
-
-def _sizing_detail(plan: Row) -> str:
-    """The binding sizing in words, with the figures it is computed from."""
-    basis = PEAK_BASIS.get(plan.get("peak_basis"), "planning peak")
-    if plan.get("binding_sizing") == "goodput":
-        return (f"the peak sizing ({fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s in the {basis} / "
-                f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU)")
-    replicas = plan.get("replicas_needed_erlang")
-    return (f"the Erlang C plan ({fmt(plan.get('erlang_c_slots'), 'int')} slots for the concurrency of the {basis}: "
-            f"{fmt(replicas, 'int')} replica(s) of {fmt(plan.get('gpus_per_replica'), 'int')} GPUs)")
-
-
-def _on_lower_bound(plan: Row, cap: Row | None) -> str | None:
-    """The sentence a deficit carries when it rests on a capacity figure that is not a verified measurement: the
-    peak sizing divides by the capacity per GPU (the Erlang C plan does not use it)."""
-    if cap is None or plan.get("binding_sizing") != "goodput":
-        return None
-    if cap.get("capacity_source") == "demonstrated":
-        return LOWER_BOUND
-    if cap.get("capacity_source") == "loadtest" and cap.get("capacity_verified") is False:
-        return REFERENCE
-    return None
-
-
-def gpus_needed_line(review: Review, plan: Row) -> str | None:
-    """One deployment's GPUs needed in words: the figure against the GPUs in force, what binds it (the Erlang C
-    plan or the peak sizing, and the headroom policy on top; the headroom policy alone when the peak fits in the
-    GPUs in force), the surplus or deficit as the sum of its parts, and the lower-bound sentence when a deficit
-    rests on a lower-bound capacity."""
-    needed, deployed = gpus_needed_of(plan), plan.get("gpus_deployed")
-    if needed is None or deployed is None:
-        return None
-    several = sum(1 for p in review.plan if p["model"] == plan["model"]) > 1
-    who = plan["model"] + (f" on {plan['deployment_id']}" if several else "")
-    gap = deployed - needed
-    text = f"{who}: GPUs needed {fmt(needed, 'gpus')} against {fmt(deployed, 'gpus')} in force, {_surplus(gap)}"
-    parts, base = _headroom_gpus(plan), _sizing_base(plan)
-    if parts is None or plan.get("binding_sizing") not in SIZING_NAMES:
-        return text + "."
-    pct, failure = parts
-    basis = PEAK_BASIS.get(plan.get("peak_basis"), "planning peak")
-    # The parts as printed add up to GPUs needed as printed: the base and the failure GPUs (whole replicas) are
-    # rounded, and the percentages' GPUs are what is left, so a rounding cent lands there.
-    failure_shown = _shown(failure)
-    pct_shown = _shown(needed) - _shown(base) - failure_shown
-    beyond = _shown(base) - deployed
-    spare = f" with {fmt(-beyond, 'gpus')} to spare" if beyond < 0 else ""
-    text += f". {_capital(_sizing_detail(plan))} needs {fmt(base, 'gpus')} GPUs before headroom"
-    if gap < 0 and base > deployed:
-        text += f", {fmt(beyond, 'gpus')} more than in force"
-        if plan.get("binding_sizing") == "goodput" and plan.get("hours_over_capacity") == 0:
-            text += f" (the {basis} ran over the capacity of the GPUs in force, though no whole hour did)"
-    elif gap < 0:
-        text += f", which the GPUs in force hold{spare}: the headroom policy binds"
-    replicas, total = plan.get("headroom_failure_replicas"), plan.get("headroom_pct_total")
-    text += (f"; the headroom policy adds {fmt(pct_shown, 'gpus')}"
-             + (f" ({fmt(total, 'pct')} for scaling lag, forecast error, release and jitter)" if total is not None
-                else "")
-             + f" and {fmt(failure_shown, 'gpus')}"
-             + (f" so that {replicas} replica(s) may fail" if replicas is not None else " for failures"))
-    if gap < 0 and base > deployed:
-        text += (f": deficit {fmt(-gap, 'gpus')} = {fmt(beyond, 'gpus')} + {fmt(pct_shown, 'gpus')} + "
-                 f"{fmt(failure_shown, 'gpus')}")
-    elif gap < 0:
-        text += (f": deficit {fmt(-gap, 'gpus')} = {fmt(pct_shown, 'gpus')} + {fmt(failure_shown, 'gpus')} of "
-                 "headroom" + (f" - {fmt(-beyond, 'gpus')} spare" if beyond < 0 else ""))
-    other = "goodput" if plan.get("binding_sizing") == "erlang_c" else "erlang_c"
-    other_needed = plan.get("gpus_needed_goodput" if other == "goodput" else "gpus_needed")
-    if other_needed is not None:
-        text += f". The {SIZING_NAMES[other]} with the same headroom needs {fmt(other_needed, 'gpus')}"
-    text += "."
-    cap = next((c for c in review.capacity if c["deployment_id"] == plan["deployment_id"]), None)
-    if gap < 0 and (caveat := _on_lower_bound(plan, cap)) is not None:
-        erlang = plan.get("gpus_needed")
-        firm = (f"; at least {fmt(erlang - deployed, 'gpus')} by the Erlang C plan, which does not use the capacity "
-                "figure" if erlang is not None and erlang > deployed else "")
-        text += f" {_capital(caveat)} (the deficit is at most {fmt(-gap, 'gpus')}{firm})."
-    return text
-
-
-def _shown(value: float) -> float:
-    """A GPU figure as `fmt(value, 'gpus')` prints it (two decimals)."""
-    return round(value, 2)
+    def column(self, name: str) -> list[str]:
+        i = [str(h) for h in self.header].index(name)
+        return [str(row[i]) for row in self.rows]
 
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def gpus_needed_lines(review: Review) -> list[str]:
-    """GPUs needed in words for every GPU deployment the verdict judges, in its order."""
-    models = set(_models(review))
-    return [line for p in sorted(review.plan, key=lambda p: (p["model"], p["deployment_id"]))
-            if p["model"] in models and (line := gpus_needed_line(review, p))]
-
-
-def _verdicts_of(review: Review, model: str) -> list[Row]:
-    """The model's GPU deployments' rows of infra.capacity_verdict_daily."""
-    return sorted((v for v in review.verdict if v["model"] == model and v.get("kind", "gpu") == "gpu"),
-                  key=lambda v: v["deployment_id"])
-
-
-def verdict_sizing_text(verdict: Row) -> str:
-    """What sets GPUs needed, short, from a verdict row: 'peak sizing 1.12 + headroom 1.37' (the binding sizing's
-    GPUs before headroom, gpus_in_force + gap_slo_capacity, and what the headroom policy adds), '—' without one."""
-    name = SIZING_NAMES.get(verdict.get("gpus_needed_rule"))
-    needed = verdict.get("gpus_needed")
-    if needed is None or name is None:
-        return "—"
-    if verdict.get("gap_slo_capacity") is None or verdict.get("gpus_in_force") is None:
-        return f"{name} with the headroom policy"
-    base = verdict["gap_slo_capacity"] + verdict["gpus_in_force"]
-    return f"{name} {fmt(base, 'gpus')} + headroom {fmt(_shown(needed) - _shown(base), 'gpus')}"
-
-
-def verdict_table(review: Review) -> Table:
-    """The answer first (seed 002's review leads with its verdict): per model, SLO met or missed and which figure
-    missed, GPUs needed against GPUs in force with the surplus or deficit, $/MTok under SLO, the capacity basis
-    and the hours over capacity.
-
-    Every figure and word of the verdict is infra.capacity_verdict_daily's (`review.verdict`), summed over the
-    model's deployments where it is a count of GPUs; the review decides none of it. $/MTok under SLO is the model's
-    over all its deployments (finance.cost_per_mtok_daily), as the table's is per deployment."""
-    rows = []
-    for model in _models(review):
-        verdicts = _verdicts_of(review, model)
-        met, misses = model_verdict(review, model)
-        slo = "not judged" if met is None else "met" if met else "missed"
-        needed = [v.get("gpus_needed") for v in verdicts]
-        in_force = [v.get("gpus_in_force") for v in verdicts]
-        # A sum over the model's deployments only when every one of them has the figure: a partial sum would read
-        # as the model's.
-        sized = bool(verdicts) and None not in needed and None not in in_force
-        gpus = f"{fmt(sum(needed), 'gpus')} / {fmt(sum(in_force), 'gpus')}" if sized else "—"
-        surplus = _surplus(sum(in_force) - sum(needed)) if sized else "—"
-        if sized and sum(in_force) < sum(needed) and any(v.get("gpus_needed_at_most") for v in verdicts):
-            surplus += " (at most: lower-bound capacity)"
-        several = len(verdicts) > 1
-        set_by = "; ".join((f"{v['deployment_id']}: " if several else "") + verdict_sizing_text(v)
-                           for v in verdicts) if sized else "—"
-        cost, currency = model_cost_per_mtok(review, model)
-        basis = "; ".join((f"{v['deployment_id']}: " if several else "") + v["capacity_basis"]
-                          for v in verdicts if v.get("capacity_basis") is not None)
-        hours = max((v["hours_over_capacity"] for v in verdicts if v.get("hours_over_capacity") is not None),
-                    default=None)
-        rows.append([model, slo, misses or ("—" if met is not False else "see buckets"),
-                     gpus, surplus, set_by, fmt(cost, "money_mtok", currency), basis, fmt(hours, "int")])
-    return Table("Verdict per model", ["model", "SLO", "missed figure", "GPUs needed / in force",
-                                       "surplus (deficit)", "GPUs needed set by", "$/MTok under SLO",
-                                       "capacity basis", "hours over capacity"], rows, numeric={3, 6, 8})
-
-
-def model_cost_per_mtok_delivered(review: Review, model: str) -> tuple[float | None, str | None]:
-    """The model's $/MTok delivered on the day: its cost over the output it produced, in its one currency.
-
-    The output is finance.cost_per_mtok_daily's `output_tokens` (successful requests) where the cost rows carry it;
-    the Review's cost history holds only the columns of $/MTok under SLO, and then the output is
-    infra.token_split_daily's (every request that reached the model: the same unless failed requests returned
-    tokens)."""
-    rows = [r for r in review.cost_history if r["day"] == review.day and r["model"] == model
-            and r.get("cost_total") is not None]
-    currencies = {r["currency"] for r in rows}
-    if len(currencies) != 1:
-        return None, None
-    if all(r.get("output_tokens") is not None for r in rows):
-        tokens = sum(r["output_tokens"] for r in rows)
-    else:
-        tokens = _tokens_of(review, model).get("output_tokens")
-    cost = sum(float(r["cost_total"]) for r in rows)
-    return (cost / tokens * 1e6 if tokens else None), currencies.pop()
-
-
-def _input_split(tok: Row) -> str:
-    """Input as its three figures with the cache share: '3,055,202 = 2,400,768 cached + 654,434 recomputed (78.6%
-    cached)'."""
-    if tok.get("input_total") is None:
-        return "—"
-    return (f"{fmt(tok['input_total'], 'tokens')} = {fmt(tok.get('input_cached'), 'tokens')} cached + "
-            f"{fmt(tok.get('input_recomputed'), 'tokens')} recomputed ({fmt(tok.get('cache_hit_ratio'), 'pct')} "
-            "cached)")
-
-
-def _latency_text(review: Review, model: str) -> str:
-    """What the logs say of latency: TTFT P99 and attainment of the whole model, or that they carry none."""
-    whole = _whole_row(review, model)
-    if whole is None:
-        return "—"
-    if not _latency_logged(review, model):
-        return "not in the logs (usage only): success rate judged alone"
-    text = f"TTFT P99 {fmt(whole.get('ttft_p99_ms'), 'ms')}, attainment {fmt(whole.get('attainment'), 'ratio')}"
-    unknown = whole.get("itl_unknown_share")
-    return text + (f" (ITL not logged for {fmt(unknown, 'pct')})" if unknown else "")
-
-
-def _rate_limit_use(review: Review, model: str) -> tuple[float | None, float | None, int]:
-    """The busiest minute's share of the provider's RPM and TPM limits and the hours over a limit
-    (infra.load_hourly; None where the inventory gives no limit)."""
-    hours = [r for r in review.load if r["model"] == model]
-    rpm = [r["peak_minute_rpm_utilization"] for r in hours if r.get("peak_minute_rpm_utilization") is not None]
-    tpm = [r["peak_minute_tpm_utilization"] for r in hours if r.get("peak_minute_tpm_utilization") is not None]
-    return max(rpm, default=None), max(tpm, default=None), sum(1 for r in hours if r.get("over_rate_limit"))
-
-
-def _rate_limit_text(review: Review, model: str) -> str:
-    """'busiest minute 50.0% of the RPM limit and 25.0% of the TPM limit, 1 hour(s) over a rate limit', or ''."""
-    rpm, tpm, over = _rate_limit_use(review, model)
-    parts = ([f"{fmt(rpm, 'pct')} of the RPM limit"] if rpm is not None else []) + (
-        [f"{fmt(tpm, 'pct')} of the TPM limit"] if tpm is not None else [])
-    text = f"busiest minute {' and '.join(parts)}" if parts else ""
-    if over:
-        text += f"{', ' if text else ''}{over} hour(s) over a rate limit"
-    return text
-
-
-def _rate_limit_cell(review: Review, model: str) -> str:
-    """The verdict's short form: 'RPM 50.0%, TPM 25.0%', with '; 1 h over' when an hour went over a limit."""
-    rpm, tpm, over = _rate_limit_use(review, model)
-    parts = ([f"RPM {fmt(rpm, 'pct')}"] if rpm is not None else []) + (
-        [f"TPM {fmt(tpm, 'pct')}"] if tpm is not None else [])
-    return (", ".join(parts) or "—") + (f"; {over} h over" if over else "")
-
-
-def hosted_verdict_table(review: Review) -> Table:
-    """Per hosted-API model (a provider-managed deployment: no GPU of ours, so no capacity figure): its requests,
-    SLO verdict and missed figure, the latency the logs carry, input with its cache share, output, and $/MTok
-    delivered and under SLO; the capacity column says provider-managed, the last the rate limits' use."""
-    rows = []
-    for model in _hosted_models(review):
-        tok = _tokens_of(review, model)
-        met, misses = model_verdict(review, model)
-        delivered, delivered_currency = model_cost_per_mtok_delivered(review, model)
-        cost, currency = model_cost_per_mtok(review, model)
-        under_slo = fmt(cost, "money_mtok", currency)
-        if cost is None and not _latency_logged(review, model):
-            under_slo = "— (no latency)"
-        rows.append([model, fmt(_day_requests(review, model), "int"),
-                     "not judged" if met is None else "met" if met else "missed",
-                     misses or ("—" if met is not False else "see buckets"),
-                     _latency_text(review, model), _input_split(tok), fmt(tok.get("output_tokens"), "tokens"),
-                     fmt(delivered, "money_mtok", delivered_currency), under_slo, "no capacity: provider-managed",
-                     _rate_limit_cell(review, model)])
-    return Table("Verdict per hosted-API model (provider-managed)",
-                 ["model", "requests", "SLO", "missed figure", "latency", "input: total = cached + recomputed",
-                  "output tokens", "$/MTok delivered", "$/MTok under SLO", "capacity",
-                  "busiest minute / rate limits"], rows, numeric={1, 6, 7, 8})
-
-
-def summary_table(review: Review) -> Table:
-    rows = []
-    for cap in review.capacity:
-        plan = _plan_of(review, cap["deployment_id"])
-        currency = cap["currency"]
-        rows.append([
-            cap["model"], cap["deployment_id"], configuration(cap), fmt(cap["capacity_goodput_per_gpu"], "rate"),
-            source_label(cap), fmt(cap["daily_capacity_tokens"], "tokens"), fmt(cap["utilization"], "pct"),
-            fmt(cap["cost_per_mtok_goodput"], "money_mtok", currency), fmt(cap["daily_value"], "money", currency),
-            fmt(cap["daily_cost_at_capacity"], "money", currency),
-            f"{fmt(gpus_needed_of(plan), 'gpus')} / {fmt(plan.get('gpus_deployed'), 'gpus')}", sizing_text(plan),
-        ])
-    return Table("Capacity per model and configuration",
-                 ["model", "deployment", "configuration", "capacity (tok/s per GPU)", "source",
-                  "daily capacity (output tokens)", "utilization", "$/MTok under SLO", "daily value",
-                  "daily cost at capacity", "GPUs needed / deployed", "GPUs needed set by"], rows,
-                 numeric={3, 5, 6, 7, 8, 9, 10})
-
-
-def slo_table(review: Review, model: str) -> Table:
-    """The commitments per ISL bucket beside what the day measured (infra.slo_daily), E2E P99 beside TTFT and TPOT."""
-    policy = review.policy.get(model, {})
-    limits = {b["isl_bucket"]: b["ttft_limit_ms"] for b in policy.get("isl_buckets", [])}
-    target = policy.get("attainment_target")
-    rows = []
-    for r in _slo_rows(review, model):
-        judged = r["attainment_met"] is not None
-        verdict = ("met" if r["all_met"] else "missed") if r["all_met"] is not None else "not judged"
-        rows.append([
-            r["isl_bucket"], fmt(limits.get(r["isl_bucket"]), "ms") if r["isl_bucket"] != "all" else "—",
-            fmt(r["effective_requests"], "int"), fmt(r["attainment"], "ratio"),
-            (f"≥ {target:g}" if target is not None else "—") + ("" if judged else " (not judged)"),
-            fmt(r["success_rate"], "ratio"), fmt(r["ttft_p99_ms"], "ms"), fmt(r["queue_p99_ms"], "ms"),
-            fmt(r["itl_p99_ms"], "ms"), fmt(r["tpot_p99_ms"], "ms"), fmt(r.get("e2e_p99_ms"), "ms"), verdict,
-        ])
-    return Table(f"SLO of {model}: commitments and the day's figures",
-                 ["ISL bucket", "TTFT limit", "effective requests", "attainment", "commitment", "success rate",
-                  "TTFT P99", "queue P99", "ITL P99", "TPOT P99", "E2E P99", "verdict"], rows,
-                 numeric={1, 2, 3, 5, 6, 7, 8, 9, 10})
-
-
-def _tokens_of(review: Review, model: str) -> Row:
-    return next((r for r in review.tokens if r["model"] == model), {})
-
-
-def workload_table(review: Review, model: str) -> Table:
-    """Seed 002's Workload: the ISL and OSL distributions of the requests served in full (quantiles)."""
-    tok = _tokens_of(review, model)
-    rows = []
-    for name, key in (("ISL (input tokens)", "isl"), ("OSL (output tokens)", "osl")):
-        rows.append([name, fmt(tok.get(f"{key}_mean"), "tokens"),
-                     *[fmt(tok.get(f"{key}_p{q}"), "tokens") for q in (10, 50, 90, 99)],
-                     fmt(tok.get(f"{key}_max"), "tokens")])
-    corr = tok.get("isl_osl_correlation")
-    caption = (f"Workload of {model}: {fmt(tok.get('workload_requests'), 'int')} requests served in full"
-               + (f", ISL-OSL correlation {corr:.2f}" if corr is not None else ""))
-    return Table(caption, ["length", "mean", "P10", "P50", "P90", "P99", "max"], rows, numeric={1, 2, 3, 4, 5, 6})
-
-
-def input_table(review: Review, model: str) -> Table:
-    """Input three ways (total, cached, recomputed) and how much a total-only report overstates input compute."""
-    tok = _tokens_of(review, model)
-    over = tok.get("input_overstatement")
-    return Table(f"Input tokens of {model}, three figures together", [
-        "input total", "cached", "recomputed", "cache hit ratio", "overstatement (total / recomputed)",
-        "input : output"], [[
-            fmt(tok.get("input_total"), "tokens"), fmt(tok.get("input_cached"), "tokens"),
-            fmt(tok.get("input_recomputed"), "tokens"), fmt(tok.get("cache_hit_ratio"), "pct"),
-            "—" if over is None else f"{over:,.1f}×",
-            "—" if tok.get("input_output_ratio") is None else f"{tok['input_output_ratio']:,.0f} : 1"]],
-        numeric={0, 1, 2, 3, 4, 5})
-
-
-def whatif_finding(review: Review, model: str) -> str:
-    """One line per model from infra.cache_whatif_daily: the input the best configured prefix cache would have found
-    cached, beside the observed share, and what that changes in input cost per 1M input tokens.
-
-    Figures are per model (its deployments' tokens and cost changes summed), per scenario replayed on all of them.
-    The best is the highest hit ratio among the caches one could run (LRU), the infinite cache being only their
-    upper bound; ties go to the fewest blocks. Only the infinite cache configured: it is the one shown."""
-    rows = [r for r in review.whatif if r["model"] == model]
-    if not rows:
-        return (f"Prefix-cache what-if: no infra.cache_whatif_daily rows for {model} this day, so no prefix-cache "
-                "scenario was replayed.")
-    rows = [r for r in rows if r.get("requests_simulated")]
-    if not rows:
-        return "Prefix-cache what-if: no request of the day carried prefix block hashes, so none was replayed."
-    deployments = {r["deployment_id"] for r in rows}
-    scenarios: dict[str, list[Row]] = {}
-    for r in rows:
-        if r.get("simulated_cached_tokens") is not None:
-            scenarios.setdefault(r["scenario"], []).append(r)
-    # A scenario counts when it was replayed on every deployment of the model, over some input: a share of no
-    # input tokens is no figure.
-    scenarios = {k: v for k, v in scenarios.items() if {r["deployment_id"] for r in v} == deployments
-                 and sum(r["input_tokens"] or 0 for r in v) > 0}
-    if not scenarios:
-        return ("Prefix-cache what-if: no configured scenario could be replayed on the model (see the notes of "
-                "infra.cache_whatif_daily).")
-
-    def figures(name: str) -> tuple[float, float, float | None, str | None]:
-        group = scenarios[name]
-        tokens = sum(r["input_tokens"] or 0 for r in group)
-        hit = sum(r["simulated_cached_tokens"] for r in group) / tokens
-        observed = sum(r["observed_cached_tokens"] or 0 for r in group) / tokens
-        currencies = {r["currency"] for r in group}
-        valued = len(currencies) == 1 and None not in currencies and all(r["cost_change"] is not None for r in group)
-        change = sum(float(r["cost_change"]) for r in group) / tokens * 1e6 if valued else None
-        return hit, observed, change, currencies.pop() if valued else None
-
-    def size(name: str) -> float:
-        return sum((r["cache_blocks"] or 0) * (r["caches"] or 1) for r in scenarios[name])
-
-    lru = [k for k in scenarios if scenarios[k][0]["cache"] != "infinite"]
-    best = min(lru or scenarios, key=lambda k: (-figures(k)[0], size(k), k))
-    hit, observed, change, currency = figures(best)
-    bound = next((k for k in scenarios if scenarios[k][0]["cache"] == "infinite" and k != best), None)
-    beside = f"observed {fmt(observed, 'pct')}" + (f", infinite cache {fmt(figures(bound)[0], 'pct')}" if bound else "")
-    cost = ("input cost change not valued" if change is None else
-            f"input cost change {'+' if change > 0 else ''}{fmt(change, 'money_mtok', currency)} per 1M input tokens")
-    return (f"Prefix-cache what-if, best configured cache {best}: {fmt(hit, 'pct')} of input cached ({beside}); {cost}."
-            + _estimated(scenarios[best], best))
-
-
-def _estimated(rows: list[Row], scenario: str) -> str:
-    """A sentence when the scenario's figure on some deployment is a SHARDS estimate, not an exact replay
-    (infra.cache_whatif_daily.method; docs/adr/0084-lru-caches-of-large-days-are-sampled.md)."""
-    sampled = [r for r in rows if r.get("method") == "shards"]
-    if not sampled:
-        return ""
-    rates = ", ".join(f"1/{round(1 / rate)}" for rate in sorted({r["sampling_rate"] for r in sampled}, reverse=True))
-    replayed = sum(r.get("sampled_accesses") or 0 for r in sampled)
-    accesses = sum(r.get("block_accesses") or 0 for r in sampled)
-    return (f" {scenario} is an estimate from a SHARDS sample of the blocks (rate {rates}: {fmt(replayed, 'int')} of "
-            f"{fmt(accesses, 'int')} block accesses replayed), not an exact replay.")
-
-
-def growth_forecast(points: Sequence[tuple[date, float]], day: date, window_days: int = 28,
-                    min_days: int = 14) -> dict[str, Any]:
-    """Seed 002's Peak growth forecast: a least-squares line through the published days of the trailing
-    `window_days` (calendar window, a missing day is absent, never a zero), given once `min_days` of them exist.
-
-    Returns `days` (the count), and with enough: `slope_per_day`, `fitted` (the line at `day`), `weekly_growth`
-    (slope x 7 / fitted) and `forecast` (the line `window_days` days after `day`).
-    """
-    used = sorted((d, v) for d, v in points if 0 <= (day - d).days < window_days and v is not None)
-    out: dict[str, Any] = {"days": len(used)}
-    if len(used) < min_days:
-        return out
-    xs = [(d - day).days for d, _ in used]
-    ys = [v for _, v in used]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    fitted = my - slope * mx
-    out.update(slope_per_day=slope, fitted=fitted, forecast=fitted + slope * window_days,
-               weekly_growth=(slope * 7 / fitted) if fitted else None)
-    return out
-
-
-def _peak_history(review: Review, model: str) -> list[tuple[date, float]]:
-    """The model's planning-peak output token rate per published day (its deployments' peaks summed)."""
-    per_day: dict[date, float] = {}
-    for r in review.plan_history:
-        if r["model"] == model and r.get("peak_output_token_rate") is not None:
-            per_day[r["day"]] = per_day.get(r["day"], 0.0) + r["peak_output_token_rate"]
-    return sorted(per_day.items())
-
-
-def hourly_findings(review: Review, model: str) -> list[str]:
-    """What the hours show that the day's figures hide: bucket-hours that missed attainment (infra.slo_hourly) and
-    the capacity-top hours, raw throughput up while SLO goodput fell (infra.goodput_hourly)."""
-    out = []
-    missed = [r for r in review.slo_hourly if r["model"] == model and r["isl_bucket"] != "all"
-              and r.get("attainment_met") is False]
-    if missed:
-        shown = ", ".join(f"{r['hour']:02d}:00 {r['isl_bucket']} {fmt(r['attainment'], 'ratio')}"
-                          for r in sorted(missed, key=lambda r: (r["hour"], r["isl_bucket"]))[:8])
-        more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
-        out.append(f"Bucket-hours below the attainment commitment: {shown}{more}.")
-    elif any(r["model"] == model and r["isl_bucket"] != "all" and r.get("attainment_met") is not None
-             for r in review.slo_hourly):
-        out.append("Every judged bucket met its attainment commitment in every hour.")
-    tops = sorted({r["hour"] for r in review.goodput if r["model"] == model and r.get("capacity_top")})
-    if tops:
-        out.append("Capacity-top hours (raw throughput up, SLO goodput down from the hour before): "
-                   + ", ".join(f"{h:02d}:00" for h in tops) + ".")
-    return out
-
-
-def power_text(review: Review, cap: Row) -> str:
-    """The baseline's measured figures: goodput per GPU and per watt on the power basis the day had, beside the
-    nominal, and seed 003's warning when goodput per watt fell against the deployment's previous day while raw
-    throughput rose (capacity bought by power, not efficiency)."""
-    rows = sorted((r for r in review.gpu_usage_history if r["deployment_id"] == cap["deployment_id"]),
-                  key=lambda r: r["day"])
-    today = next((r for r in rows if r["day"] == review.day), None)
-    if today is None:
-        return ""
-    basis = today["power_basis"]
-    text = (f"; goodput {fmt(cap['goodput_per_gpu'], 'rate')} tok/s per GPU and "
-            f"{fmt(today['goodput_per_watt'], 'rate')} tok/s per {'measured ' if basis != 'nominal' else ''}watt "
-            f"({basis} power {fmt(today['power_w'], 'rate')} W mean"
-            + (f", {fmt(today['gpus_measured'], 'int')} of {fmt(today['gpus'], 'gpus')} GPUs sampled"
-               if basis != "nominal" else "") + f"; nominal {fmt(today['goodput_per_watt_nominal'], 'rate')})")
-    before = [r for r in rows if r["day"] < review.day]
-    warning = power_warning(before[-1] if before else None, today)
-    return text + (f"; {warning}" if warning else "")
-
-
-# How far goodput per watt must fall below the previous day's to be flagged: day-to-day noise in measured power
-# moves it by a percent or two.
-POWER_DROP = 0.05
-
-
-def power_warning(previous: Row | None, today: Row) -> str | None:
-    """Seed 003's sign of capacity bought by piling on power: goodput per watt more than POWER_DROP below the
-    previous day's while raw throughput rose. None when it did not happen or cannot be told."""
-    values = (previous or {}).get("goodput_per_watt"), today.get("goodput_per_watt")
-    raw = (previous or {}).get("raw_throughput"), today.get("raw_throughput")
-    if None in values or None in raw or not (values[1] < (1 - POWER_DROP) * values[0] and raw[1] > raw[0]):
-        return None
-    return (f"WARNING: goodput per watt fell from {fmt(values[0], 'rate')} to {fmt(values[1], 'rate')} while raw "
-            f"throughput rose from {fmt(raw[0], 'rate')} to {fmt(raw[1], 'rate')} tok/s against {previous['day']}: "
-            "the extra output was bought with power, not efficiency")
-
-
-def template_table(review: Review, cap: Row) -> Table:
-    """Seed 002's capacity review template for one deployment: one item per row, with its basis."""
-    plan = _plan_of(review, cap["deployment_id"])
-    policy = review.policy.get(cap["model"], {})
-    inventory = review.deployments.get(cap["deployment_id"], {})
-    currency = cap["currency"]
-    tok = _tokens_of(review, cap["model"])
-    buckets = ", ".join(f"{b['isl_bucket']} {fmt(b['ttft_limit_ms'], 'ms')}" for b in policy.get("isl_buckets", []))
-    all_row = next((r for r in _slo_rows(review, cap["model"]) if r["isl_bucket"] == "all"), None)
-    slo_met, misses = model_verdict(review, cap["model"])
-    met = "—" if slo_met is None else ("met" if slo_met else "missed")
-    slo = (f"compliant = success, TTFT within its ISL bucket's limit ({buckets}) and ITL ≤ "
-           f"{fmt(policy.get('itl_limit_ms'), 'ms')}; attainment ≥ {policy.get('attainment_target', '—')} per bucket; "
-           f"success rate ≥ {policy.get('success_rate_target', '—')}; P99 queue ≤ "
-           f"{fmt(policy.get('queue_p99_ms'), 'ms')}, ITL ≤ {fmt(policy.get('itl_p99_ms'), 'ms')}, TPOT ≤ "
-           f"{fmt(policy.get('tpot_p99_ms'), 'ms')} (SLO {cap['slo_version']}). The day: {met}"
-           + (f" ({misses})" if misses else "")
-           + (f"; P99 TTFT {fmt(all_row['ttft_p99_ms'], 'ms')}, TPOT {fmt(all_row['tpot_p99_ms'], 'ms')}, "
-              f"E2E {fmt(all_row.get('e2e_p99_ms'), 'ms')}" if all_row else "") + ".")
-    replicas = plan.get("gpus_deployed") and inventory.get("gpus_per_replica")
-    slots = plan.get("slots_per_replica_used", inventory.get("slots_per_replica"))
-    workload = (f"{cap['model']} on {configuration(cap, inventory)}"
-                + (f" ({plan['gpus_deployed'] / inventory['gpus_per_replica']:g} replicas of "
-                   f"{inventory['gpus_per_replica']} GPUs, {fmt(slots, 'rate')} slots each"
-                   + (" measured at the highest load-test rate within SLO"
-                      if plan.get("slots_per_replica_source") == "loadtest" else "")
-                   + ")" if replicas else "")
-                + f"; {fmt(plan.get('requests'), 'int')} requests, {fmt(cap['output_tokens'], 'tokens')} output "
-                  f"tokens produced; ISL P50 {fmt(tok.get('isl_p50'), 'tokens')} / P99 "
-                  f"{fmt(tok.get('isl_p99'), 'tokens')}, OSL P50 {fmt(tok.get('osl_p50'), 'tokens')} / P99 "
-                  f"{fmt(tok.get('osl_p99'), 'tokens')} (the model's workload table); input "
-                  f"{fmt(tok.get('input_total'), 'tokens')} total = {fmt(tok.get('input_cached'), 'tokens')} cached + "
-                  f"{fmt(tok.get('input_recomputed'), 'tokens')} recomputed, overstatement "
-                  f"{fmt(tok.get('input_overstatement'), 'rate')}×; "
-                  f"{fmt(cap['mean_output_per_step'], 'rate')} output tokens per agent step "
-                  f"({cap['mean_output_per_step_source']}), {fmt(cap['sessions'], 'int')} agent sessions")
-    baseline = (f"{identity(cap)}; {fmt(cap['capacity_goodput_per_gpu'], 'rate')} tok/s per GPU under SLO, "
-                f"{source_label(cap)}"
-                + (f", highest load-test rate within SLO {fmt(cap['lambda_slo_max'], 'rate')} req/s"
-                   if cap["lambda_slo_max"] else "")
-                + f"; daily capacity {fmt(cap['daily_capacity_tokens'], 'tokens')} output tokens, utilization "
-                  f"{fmt(cap['utilization'], 'pct')}; the day ran {fmt(cap['goodput_per_gpu'], 'rate')} tok/s per "
-                  f"GPU and {fmt(cap.get('goodput_per_watt'), 'rate')} tok/s per watt under SLO; $/MTok under SLO "
-                  f"{fmt(cap['cost_per_mtok_goodput'], 'money_mtok', currency)}, "
-                  f"daily value {fmt(cap['daily_value'], 'money', currency)}, daily cost at capacity "
-                  f"{fmt(cap['daily_cost_at_capacity'], 'money', currency)}; supported agent steps "
-                  f"{fmt(cap['supported_agent_steps'], 'tokens')}; task attainment "
-                  f"{fmt(cap['task_attainment'], 'ratio')} against the expected (the model's attainment to the "
-                  "power of the mean steps per task) "
-                  f"{fmt(cap['expected_task_attainment'], 'ratio')}"
-                + power_text(review, cap))
-    peak = _peak_text(review, cap["model"], plan)
-    failure = (f"N-{plan.get('headroom_failure_replicas', '—')}: {plan.get('headroom_failure_replicas', '—')} "
-               f"replica(s) out keep the SLO = {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs"
-               + _failures_text(review, cap["model"]))
-    lag = _lag_text(plan)
-    headroom = (f"Erlang C plan: {fmt(plan.get('erlang_c_slots'), 'int')} slots for the peak's concurrency "
-                f"(Little's law {fmt(plan.get('littles_law_concurrency'), 'rate')} in flight) = "
-                f"{fmt(plan.get('replicas_needed_erlang'), 'int')} replica(s) = {fmt(plan.get('base_gpus'), 'gpus')} "
-                f"GPUs, {fmt(plan.get('gpus_needed'), 'gpus')} with the headroom policy (the concurrency rule, for "
-                f"comparison: {fmt(plan.get('replicas_needed_seed_rule'), 'int')} replica(s) at redundancy "
-                f"{plan.get('seed_rule_redundancy', '—')}). Peak sizing: "
-                f"{fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s at the peak / "
-                f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU = "
-                f"{fmt(plan.get('goodput_sizing_base_gpus'), 'gpus')} GPUs, "
-                f"{fmt(plan.get('gpus_needed_goodput'), 'gpus')} with the headroom policy. Headroom policy: "
-                f"scaling lag {fmt(plan.get('headroom_scaling_lag_pct'), 'pct')}, forecast error "
-                f"{fmt(plan.get('headroom_forecast_error_pct'), 'pct')}, release "
-                f"{fmt(plan.get('headroom_release_pct'), 'pct')}, jitter {fmt(plan.get('headroom_jitter_pct'), 'pct')}"
-                f" ({fmt(plan.get('headroom_pct_total'), 'pct')} in all, each on top of the ones before; on the "
-                f"Erlang C plan's base {fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')} + "
-                f"{fmt(plan.get('headroom_forecast_error_gpus'), 'gpus')} + "
-                f"{fmt(plan.get('headroom_release_gpus'), 'gpus')} + {fmt(plan.get('headroom_jitter_gpus'), 'gpus')}"
-                f" GPUs) and {fmt(plan.get('headroom_failure_gpus'), 'gpus')} GPUs for failed replicas. "
-                + (gpus_needed_line(review, plan) or f"GPUs needed {fmt(gpus_needed_of(plan), 'gpus')}."))
-    validation = ("measured by a load test" if cap["capacity_source"] == "loadtest"
-                  else "demonstrated from production logs" if cap["capacity_source"] == "demonstrated"
-                  else "no capacity figure") + f": {cap['capacity_note'] or '—'}"
-    validation += (f". Load-test run {cap['loadtest_run_id'] or 'none'}; figures published by Dagster run "
-                   f"{review.published_run_id or '—'}, review written by run {review.run_id or '—'}; price "
-                   f"version {cap.get('price_version') or '—'}, SLO version {cap['slo_version']}")
-    return Table(f"Capacity review of {cap['deployment_id']} ({cap['model']})", ["item", "content"], [
-        ["SLO", slo], ["Workload", workload], ["Baseline", baseline], ["Peak", peak], ["Failure", failure],
-        ["Lag", lag], ["Headroom", headroom], ["Validation", validation],
-    ])
-
-
-def _peak_text(review: Review, model: str, plan: Row) -> str:
-    """Seed 002's Peak: the planning peak, the peaks beyond the minute, how long bursts lasted, the load against
-    capacity, and the growth forecast from the trailing 28 days."""
-    basis = PEAK_BASIS.get(plan.get("peak_basis"), "—")
-    hours = [r for r in review.load if r["model"] == model]
-    burst = max(hours, key=lambda r: (r.get("burst_seconds") or 0, -r["hour"]), default=None)
-    text = (f"{basis} {_hhmm(plan.get('peak_window_start'))}–{_hhmm(plan.get('peak_window_end'))} UTC: "
-            f"{fmt(plan.get('peak_requests'), 'int')} requests, {fmt(plan.get('peak_arrival_rate'), 'rate')} req/s, "
-            f"{fmt(plan.get('peak_output_token_rate'), 'rate')} output tok/s")
-    if hours:
-        def top(key: str) -> float:
-            return max(r.get(key) or 0 for r in hours)
-
-        text += (f"; busiest second {fmt(top('peak_second_arrival_rate'), 'rate')} "
-                 f"req/s, busiest minute {fmt(top('peak_minute_arrival_rate'), 'rate')} req/s, "
-                 f"{fmt(top('peak_minute_output_token_rate'), 'rate')} output and "
-                 f"{fmt(top('peak_minute_input_token_rate'), 'rate')} input tok/s")
-        if burst and burst.get("burst_seconds"):
-            text += (f"; longest burst above the planning rate {burst['burst_seconds'] / 60:g} min from "
-                     f"{burst['hour']:02d}:00")
-    text += (f"; peak-to-mean {fmt(plan.get('peak_to_mean'), 'rate')}; "
-             f"{fmt(plan.get('hours_over_capacity'), 'int')} hour(s) over capacity, largest backlog "
-             f"{fmt(plan.get('max_backlog_tokens'), 'tokens')} tokens")
-    forecast = growth_forecast(_peak_history(review, model), review.day)
-    if "forecast" in forecast:
-        growth = forecast["weekly_growth"]
-        text += (f"; growth {'—' if growth is None else f'{growth:+.1%}'} a week over {forecast['days']} published "
-                 f"days, peak forecast in 28 days {fmt(forecast['forecast'], 'rate')} output tok/s")
-    else:
-        text += (f"; growth forecast needs 14 published days in the last 28 ({forecast['days']} so far)")
-    return text
-
-
-def _failures_text(review: Review, model: str) -> str:
-    hours = [r for r in review.load if r["model"] == model]
-    if not hours or "timeout_requests" not in hours[0]:
-        return ""
-    total = {k: sum(r.get(k) or 0 for r in hours)
-             for k in ("error_requests", "timeout_requests", "disconnected_requests", "rejected_requests")}
-    return (f"; the day's failures: {total['timeout_requests']:,} timeouts, {total['disconnected_requests']:,} "
-            f"disconnects, {total['error_requests']:,} errors, {total['rejected_requests']:,} rejected")
-
-
-def _lag_text(plan: Row) -> str:
-    if plan.get("lag_minutes") is None:
-        return ("scale-out and warm-up time not configured (scale_out_minutes, warmup_minutes in deployments.yaml); "
-                f"the policy's scaling lag {fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = "
-                f"{fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')} GPUs")
-    return (f"scale-out {fmt(plan.get('scale_out_minutes'), 'rate')} + warm-up "
-            f"{fmt(plan.get('warmup_minutes'), 'rate')} = {plan['lag_minutes']} min; over that time before the "
-            f"peak the output rate grows by "
-            f"{fmt(plan.get('lag_growth_token_rate'), 'rate')} tok/s = {fmt(plan.get('lag_gpus'), 'gpus')} GPUs at "
-            f"{fmt(plan.get('capacity_goodput_per_gpu'), 'rate')} tok/s per GPU, against the policy's scaling lag "
-            f"{fmt(plan.get('headroom_scaling_lag_pct'), 'pct')} = {fmt(plan.get('headroom_scaling_lag_gpus'), 'gpus')}"
-            " GPUs")
-
-
-def _measured_items(review: Review, cap: Row) -> list[tuple[str, str]]:
-    today = next((r for r in review.gpu_usage_history
-                  if r["deployment_id"] == cap["deployment_id"] and r["day"] == review.day), None)
-    if today is None:
-        return []
-    return [(f"goodput per watt, {today['power_basis']} power (tok/s per W)", fmt(today["goodput_per_watt"], "rate")),
-            (f"mean total GPU power, {today['power_basis']} (W)", fmt(today["power_w"], "rate"))]
-
-
-def figures_table(review: Review, cap: Row) -> Table:
-    """One published figure per row, as it was published, so the review can be signed figure by figure."""
-    plan = _plan_of(review, cap["deployment_id"])
-    currency = cap["currency"]
-    items: list[tuple[str, str]] = [
-        ("capacity goodput per GPU (tok/s)", fmt(cap["capacity_goodput_per_gpu"], "rate")),
-        ("capacity source", source_label(cap)),
-        ("highest load-test rate within SLO (req/s)", fmt(cap["lambda_slo_max"], "rate")),
-        ("goodput per GPU, the day (tok/s)", fmt(cap["goodput_per_gpu"], "rate")),
-        ("goodput per watt, the day (tok/s per W)", fmt(cap.get("goodput_per_watt"), "rate")),
-        *_measured_items(review, cap),
-        ("daily capacity (output tokens)", fmt(cap["daily_capacity_tokens"], "tokens")),
-        ("output produced (tokens)", fmt(cap["output_tokens"], "tokens")),
-        ("utilization", fmt(cap["utilization"], "pct")),
-        ("$/MTok under SLO", fmt(cap["cost_per_mtok_goodput"], "money_mtok", currency)),
-        ("daily value", fmt(cap["daily_value"], "money", currency)),
-        ("daily cost at capacity", fmt(cap["daily_cost_at_capacity"], "money", currency)),
-        ("supported agent steps", fmt(cap["supported_agent_steps"], "tokens")),
-        ("task attainment", fmt(cap["task_attainment"], "ratio")),
-        ("expected task attainment (attainment to the power of mean steps)",
-         fmt(cap["expected_task_attainment"], "ratio")),
-        ("peak arrival rate (req/s)", fmt(plan.get("peak_arrival_rate"), "rate")),
-        ("peak output token rate (tok/s)", fmt(plan.get("peak_output_token_rate"), "rate")),
-        ("Little's law concurrency", fmt(plan.get("littles_law_concurrency"), "rate")),
-        ("Erlang C slots", fmt(plan.get("erlang_c_slots"), "int")),
-        ("slots per replica (source)", f"{fmt(plan.get('slots_per_replica_used'), 'rate')} "
-                                       f"({plan.get('slots_per_replica_source') or '—'})"),
-        ("replicas (Erlang C plan / concurrency rule)",
-         f"{fmt(plan.get('replicas_needed_erlang'), 'int')} / {fmt(plan.get('replicas_needed_seed_rule'), 'int')}"),
-        ("Erlang C plan with headroom (GPUs)", fmt(plan.get("gpus_needed"), "gpus")),
-        ("peak sizing with headroom (GPUs)", fmt(plan.get("gpus_needed_goodput"), "gpus")),
-        ("peak sizing minus Erlang C plan (GPUs)", fmt(plan.get("gpus_needed_difference"), "gpus")),
-        ("GPUs needed (the larger, with headroom)", fmt(gpus_needed_of(plan), "gpus")),
-        ("GPUs needed set by", sizing_text(plan)),
-        ("GPUs deployed", fmt(plan.get("gpus_deployed"), "gpus")),
-        ("GPU surplus against GPUs needed (negative: deficit)",
-         fmt(plan.get("gpu_surplus_binding", plan.get("gpu_surplus")), "gpus")),
-        ("lag (min) / lag GPUs", f"{fmt(plan.get('lag_minutes'), 'int')} / {fmt(plan.get('lag_gpus'), 'gpus')}"),
-        ("hours over capacity", fmt(plan.get("hours_over_capacity"), "int")),
-        ("largest backlog (tokens)", fmt(plan.get("max_backlog_tokens"), "tokens")),
-    ]
-    return Table(f"Figures of {cap['deployment_id']}", ["figure", "value"], [[k, v] for k, v in items],
-                 numeric={1})
-
-
-def _surplus(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"surplus {fmt(value, 'gpus')}" if value >= 0 else f"deficit {fmt(-value, 'gpus')}"
-
+# --- what the day's rows hold -----------------------------------------------------------------------------------------
 
 def _plan_of(review: Review, deployment_id: str) -> Row:
     return next((p for p in review.plan if p["deployment_id"] == deployment_id), {})
+
+
+def _verdict_of(review: Review, deployment_id: str) -> Row:
+    return next((v for v in review.verdict if v["deployment_id"] == deployment_id), {})
 
 
 def _slo_rows(review: Review, model: str) -> list[Row]:
@@ -934,6 +349,10 @@ def _slo_rows(review: Review, model: str) -> list[Row]:
 
 def _whole_row(review: Review, model: str) -> Row | None:
     return next((r for r in _slo_rows(review, model) if r["isl_bucket"] == "all"), None)
+
+
+def _tokens_of(review: Review, model: str) -> Row:
+    return next((r for r in review.tokens if r["model"] == model), {})
 
 
 def _day_requests(review: Review, model: str) -> int | None:
@@ -978,25 +397,149 @@ def _latency_logged(review: Review, model: str) -> bool:
                for r in _slo_rows(review, model))
 
 
-def idle_line(review: Review) -> str | None:
+def _policy_row(review: Review, model: str) -> dict[str, Any]:
+    return {"model": model, **{k: v for k, v in review.policy.get(model, {}).items() if k != "isl_buckets"}}
+
+
+def _pol(review: Review, model: str, column: str, kind: str = "number") -> Fig:
+    """A limit or target of the model's SLO policy (the day's)."""
+    return fig(_policy_row(review, model), "policy", column, kind)
+
+
+# --- the configuration of a deployment --------------------------------------------------------------------------------
+
+CAP = "infra.capacity_daily"
+PLAN = "infra.capacity_plan_daily"
+VERDICT = "infra.capacity_verdict_daily"
+SLO = "infra.slo_daily"
+TOKENS = "infra.token_split_daily"
+LOAD = "infra.load_hourly"
+WHATIF = "infra.cache_whatif_daily"
+
+
+def configuration(cap: Row, inventory: Row | None = None) -> Text:
+    """A deployment's configuration as one line: GPU type and count, parallelism, quantization, cache and engine."""
+    text = Text(fig(cap, CAP, "gpu_type", "text"), " × ", fig(cap, CAP, "gpus", "gpus_short"), " GPUs, TP ",
+                fig(cap, CAP, "tp", "text"), ", PP ", fig(cap, CAP, "pp", "text"), ", ",
+                fig(cap, CAP, "quantization", "text"))
+    if cap.get("cache_policy"):
+        text += Text(", cache ", fig(cap, CAP, "cache_policy", "text"))
+    elif (inventory or {}).get("cache_policy"):
+        text += Text(", cache ", inventory["cache_policy"])
+    if cap.get("engine"):
+        text += Text(", ", fig(cap, CAP, "engine", "text"))
+        if cap.get("engine_version"):
+            text += Text(" ", fig(cap, CAP, "engine_version", "text"))
+    return text
+
+
+def identity(cap: Row) -> Text:
+    """The model and engine versions the figure is bound to, 'not declared' where the inventory is silent."""
+    engine = (join([fig(cap, CAP, k, "text") for k in ("engine", "engine_version") if cap.get(k)], " ")
+              if cap.get("engine") or cap.get("engine_version") else "not declared")
+    version = fig(cap, CAP, "model_version", "text") if cap.get("model_version") else "not declared"
+    return Text("model ", fig(cap, CAP, "model", "text"), " version ", version, ", engine ", engine)
+
+
+
+# --- the verdict: infra.capacity_verdict_daily's, printed, never decided here -----------------------------------------
+
+def _judged_verdicts(review: Review) -> list[Row]:
+    """The verdict rows of the models the review judges (requests on the day): GPU deployments first, then hosted
+    ones, each by model and deployment."""
+    gpu, hosted = set(_models(review)), set(_hosted_models(review))
+    rows = [v for v in review.verdict if v["model"] in gpu | hosted]
+    return sorted(rows, key=lambda v: (v["model"] not in gpu, v["model"], v["deployment_id"]))
+
+
+def _cap_of(review: Review, deployment_id: str) -> Row | None:
+    return next((c for c in review.capacity if c["deployment_id"] == deployment_id), None)
+
+
+def verdict_table(review: Review) -> Table:
+    """The answer first: per deployment (hosted-API ones too) the verdict in words and in its colour, $/MTok
+    delivered and under SLO, the good output tokens it can deliver a day, GPUs needed against GPUs in force, the
+    hours over capacity and the capacity basis. Every figure and word is infra.capacity_verdict_daily's but the
+    daily capacity (infra.capacity_daily's)."""
+    rows = []
+    for v in _judged_verdicts(review):
+        currency = v.get("currency")
+        api = v.get("kind") == "api"
+        cap = _cap_of(review, v["deployment_id"])
+        under_slo: Cell = fig(v, VERDICT, "cost_per_mtok_goodput", "money_mtok", currency)
+        if v.get("cost_per_mtok_goodput") is None and not _latency_logged(review, v["model"]):
+            under_slo = Text(under_slo, " (no latency logged)")
+        rows.append([
+            fig(v, VERDICT, "model", "text"), fig(v, VERDICT, "deployment_id", "text"),
+            fig(v, VERDICT, "verdict_text", "text", verdict=v["verdict"]),
+            fig(v, VERDICT, "cost_per_mtok_delivered", "money_mtok", currency), under_slo,
+            "provider-managed" if api else fig(cap, CAP, "daily_capacity_tokens", "tokens"),
+            "provider-managed" if api else Text(fig(v, VERDICT, "gpus_needed", "gpus"), " / ",
+                                                fig(v, VERDICT, "gpus_in_force", "gpus")),
+            "—" if api else fig(v, VERDICT, "hours_over_capacity", "int"),
+            fig(v, VERDICT, "capacity_basis", "text"),
+        ])
+    return Table("Verdict per deployment", [
+        "model", "deployment", Head("verdict", "verdict"), Head("$/MTok delivered", "mtok-delivered"),
+        Head("$/MTok under SLO", "mtok-under-slo"), Head("good tokens a day", "daily-capacity"),
+        Head("GPUs needed / in force", "gpus-needed"), Head("hours over capacity", "hours-over-capacity"),
+        Head("capacity basis", "capacity-basis")], rows, numeric={3, 4, 5, 6, 7}, css="verdict")
+
+
+def answer_lines(review: Review) -> list[Text]:
+    """Per deployment judged, one line answering the two questions: how many good output tokens it can deliver a day
+    within its SLO (infra.capacity_daily's daily capacity, 'at least' on a demonstrated lower bound, 'about' on an
+    unverified load test) and what a million of them cost (infra.capacity_verdict_daily's $/MTok under SLO)."""
+    out = []
+    several = {m for m in {v["model"] for v in review.verdict}
+               if sum(1 for v in review.verdict if v["model"] == m) > 1}
+    for v in _judged_verdicts(review):
+        currency = v.get("currency")
+        who = Text(fig(v, VERDICT, "model", "text"),
+                   Text(" on ", fig(v, VERDICT, "deployment_id", "text")) if v["model"] in several else "", ": ")
+        if v.get("cost_per_mtok_goodput") is not None:
+            cost = Text(fig(v, VERDICT, "cost_per_mtok_goodput", "money_mtok", currency), " per million good tokens")
+        elif not _latency_logged(review, v["model"]):
+            cost = Text("no latency logged, so no token is judged good (",
+                        fig(v, VERDICT, "cost_per_mtok_delivered", "money_mtok", currency), " per million delivered)")
+        else:
+            cost = Text("no $/MTok under SLO (no cost or no compliant token)")
+        if v.get("kind") == "api":
+            out.append(Text(who, "provider-managed, its capacity is the provider's; ", cost, "."))
+            continue
+        cap = _cap_of(review, v["deployment_id"]) or {}
+        if cap.get("daily_capacity_tokens") is None:
+            out.append(Text(who, "good tokens a day not known (no capacity figure); ", cost, "."))
+            continue
+        bound = {"demonstrated": "at least ", "loadtest": "" if cap.get("capacity_verified") else "about "}.get(
+            cap.get("capacity_source"), "")
+        gpus = "GPU" if cap.get("gpus") == 1 else "GPUs"
+        out.append(Text(who, bound, fig(cap, CAP, "daily_capacity_tokens", "tokens"), " ",
+                        Term("good output tokens a day", "daily-capacity"), " on ", fig(cap, CAP, "gpus", "gpus_short"),
+                        f" {gpus} (", fig(cap, CAP, "utilization", "pct"), " used); ", cost, "."))
+    return out
+
+
+def idle_line(review: Review) -> Text | None:
     """One line naming the models in force without a request on the day (GPU ones with their GPUs in force)."""
     idle = _idle_models(review)
     if not idle:
         return None
-    gpus: dict[str, float] = {}
-    for c in review.capacity:
-        if c.get("gpus") is not None:
-            gpus[c["model"]] = gpus.get(c["model"], 0.0) + c["gpus"]
     gpu = {c["model"] for c in review.capacity}
-    named = [f"{m} ({fmt(gpus[m], 'gpus')} GPUs in force)" if m in gpus else m if m in gpu
-             else f"{m} (provider-managed)" for m in idle]
-    return (f"No request reached {', '.join(named)} on this day: not judged, left out of the verdict and the model "
-            "sections.")
+    named = []
+    for m in idle:
+        caps = [c for c in review.capacity if c["model"] == m and c.get("gpus") is not None]
+        if len(caps) == 1:
+            named.append(Text(m, " (", fig(caps[0], CAP, "gpus", "gpus"), " GPUs in force)"))
+        else:
+            named.append(Text(m) if m in gpu else Text(m, " (provider-managed)"))
+    return Text("No request reached ", join(named), " on this day: not judged, left out of the verdict and the model "
+                                                    "sections.")
 
 
-def verdict_notes(review: Review) -> list[str]:
-    """Why the verdict has no GPU rows, when it has none, and the models without a request."""
-    out = []
+def verdict_notes(review: Review) -> list[Text | str]:
+    """Why the verdict has no rows, when it has none, and the models without a request."""
+    out: list[Text | str] = []
     if not _models(review):
         if not _all_models(review):
             out.append("No published rows for this day: no deployment was in force and no request came, so there "
@@ -1013,10 +556,606 @@ def verdict_notes(review: Review) -> list[str]:
     return out
 
 
-SUMMARY_NOTE = ("Capacity per configuration: no capacity rows for this day (infra.capacity_daily), as no GPU "
-                "deployment was in force.")
-HOSTED_SUMMARY_NOTE = " A hosted-API model has no capacity figure: its capacity is provider-managed."
+# --- SLO per ISL bucket -----------------------------------------------------------------------------------------------
 
+_BUCKET_COMMITMENTS = (("attainment_met", "attainment"), ("success_rate_met", "success rate"),
+                       ("queue_p99_met", "P99 queue"), ("itl_p99_met", "P99 ITL"), ("tpot_p99_met", "P99 TPOT"))
+
+
+def bucket_judged(row: Row) -> bool:
+    """An ISL bucket is judged when it had enough judged requests (infra.slo_daily.attainment_met not NULL); the
+    model's 'all' row is judged on whatever its commitments could be given."""
+    return row["isl_bucket"] == "all" or row.get("attainment_met") is not None
+
+
+def bucket_verdict(row: Row) -> bool | None:
+    """A bucket's verdict as the SLO table prints it: None (not judged) for a bucket with too few judged requests,
+    whatever its other figures, as the verdict never counts such a bucket; else all_met (every commitment), its
+    attainment's where a row has no all_met."""
+    if not bucket_judged(row):
+        return None
+    return row["all_met"] if row.get("all_met") is not None else row.get("attainment_met")
+
+
+def bucket_misses(row: Row) -> list[str]:
+    """The commitments a judged bucket missed, in words ('success rate', 'P99 queue'); none for a bucket not
+    judged."""
+    if not bucket_judged(row):
+        return []
+    return [label for key, label in _BUCKET_COMMITMENTS if row.get(key) is False]
+
+
+def slo_table(review: Review, model: str) -> Table:
+    """The commitments per ISL bucket beside what the day measured (infra.slo_daily): TTFT limit, requests,
+    attainment, success rate, TTFT P99 and the bucket's verdict; a bucket with too few judged requests says 'not
+    judged', never 'missed'. The P99s of queue, ITL, TPOT and E2E are `latency_table`'s."""
+    policy = review.policy.get(model, {})
+    limits = {b["isl_bucket"]: b for b in policy.get("isl_buckets", [])}
+    rows = []
+    for r in _slo_rows(review, model):
+        bucket = limits.get(r["isl_bucket"])
+        rows.append([
+            fig(r, SLO, "isl_bucket", "text"),
+            fig({"model": model, **bucket}, "policy", "ttft_limit_ms", "ms") if bucket is not None else "—",
+            fig(r, SLO, "effective_requests", "int"), fig(r, SLO, "attainment", "ratio"),
+            fig(r, SLO, "success_rate", "ratio"), fig(r, SLO, "ttft_p99_ms", "ms"),
+            fig(r, SLO, "all_met", "met", text=shown(bucket_verdict(r), "met")),
+        ])
+    commitments = [Text(Term("attainment", "attainment"), " ≥ ", _pol(review, model, "attainment_target", "g"),
+                        " per bucket")] if policy.get("attainment_target") is not None else []
+    if policy.get("success_rate_target") is not None:
+        commitments.append(Text("success rate ≥ ", _pol(review, model, "success_rate_target", "g")))
+    caption = Text("SLO", Text(": ", join(commitments)) if commitments else f" of {model}")
+    return Table(caption, [Head("ISL bucket", "isl-bucket"), "TTFT limit", "requests", Head("attainment", "attainment"),
+                           "success rate", Head("TTFT P99", "latency"), Head("verdict", "not-judged")], rows,
+                 numeric={1, 2, 3, 4, 5}, css="slo")
+
+
+def latency_table(review: Review, model: str) -> Table:
+    """The day's P99s per ISL bucket beyond TTFT (infra.slo_daily) against the policy's limits."""
+    rows = [[fig(r, SLO, "isl_bucket", "text"), fig(r, SLO, "queue_p99_ms", "ms"), fig(r, SLO, "itl_p99_ms", "ms"),
+             fig(r, SLO, "tpot_p99_ms", "ms"), fig(r, SLO, "e2e_p99_ms", "ms")] for r in _slo_rows(review, model)]
+    limits = join(Text(name, " ≤ ", _pol(review, model, column, "ms"))
+                  for name, column in (("queue", "queue_p99_ms"), ("ITL", "itl_p99_ms"), ("TPOT", "tpot_p99_ms"))
+                  if review.policy.get(model, {}).get(column) is not None)
+    return Table(Text(f"P99 latency of {model}", Text(" (limits: ", limits, ")") if limits.parts else ""),
+                 ["ISL bucket", "queue P99", "ITL P99", "TPOT P99", "E2E P99"], rows, numeric={1, 2, 3, 4})
+
+
+def slo_notes(review: Review, model: str) -> list[str]:
+    """Why the SLO table is left out, or what a day without latency judges."""
+    if not _slo_rows(review, model):
+        return [f"No SLO table for {model}: no infra.slo_daily rows this day."]
+    if (_whole_row(review, model) or {}).get("effective_requests") and not _latency_logged(review, model):
+        return [f"{model}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not "
+                "measured (no attainment chart), the success rate is judged alone."]
+    return []
+
+
+def hourly_findings(review: Review, model: str) -> list[Text]:
+    """What the hours show that the day's figures hide: bucket-hours that missed attainment (infra.slo_hourly) and
+    the capacity-top hours, raw throughput up while SLO goodput fell (infra.goodput_hourly). A day without a missed
+    bucket-hour says nothing: a sentence that all hours met would stand beside a day that missed on another
+    figure."""
+    out = []
+    missed = sorted((r for r in review.slo_hourly if r["model"] == model and r["isl_bucket"] != "all"
+                     and r.get("attainment_met") is False), key=lambda r: (r["hour"], r["isl_bucket"]))
+    if missed:
+        shown_ = join(Text(fig(r, "infra.slo_hourly", "hour", "hour"), " ",
+                           fig(r, "infra.slo_hourly", "isl_bucket", "text"), " ",
+                           fig(r, "infra.slo_hourly", "attainment", "ratio")) for r in missed[:8])
+        more = f" and {len(missed) - 8} more" if len(missed) > 8 else ""
+        out.append(Text("Bucket-hours below the attainment commitment: ", shown_, more, "."))
+    tops = sorted((r for r in review.goodput if r["model"] == model and r.get("capacity_top")),
+                  key=lambda r: (r["hour"], r.get("deployment_id") or ""))
+    if tops:
+        out.append(Text("Capacity-top hours (raw throughput up, SLO goodput down from the hour before): ",
+                        join(fig(r, "infra.goodput_hourly", "hour", "hour") for r in tops), "."))
+    return out
+
+
+# --- workload, input, prefix-cache what-if ----------------------------------------------------------------------------
+
+def workload_table(review: Review, model: str) -> Table:
+    """The ISL and OSL distributions of the requests served in full (quantiles)."""
+    tok = _tokens_of(review, model)
+    rows = []
+    for name, key in (("ISL (input tokens)", "isl"), ("OSL (output tokens)", "osl")):
+        rows.append([name, fig(tok, TOKENS, f"{key}_mean", "tokens"),
+                     *[fig(tok, TOKENS, f"{key}_p{q}", "tokens") for q in (10, 50, 90, 99)],
+                     fig(tok, TOKENS, f"{key}_max", "tokens")])
+    corr = tok.get("isl_osl_correlation")
+    caption = (f"Workload of {model}: {fmt(tok.get('workload_requests'), 'int')} requests served in full"
+               + (f", ISL-OSL correlation {corr:.2f}" if corr is not None else ""))
+    return Table(caption, ["length", "mean", "P10", "P50", "P90", "P99", "max"], rows, numeric={1, 2, 3, 4, 5, 6})
+
+
+def input_table(review: Review, model: str) -> Table:
+    """Input three ways (total, cached, recomputed) and how much a total-only report overstates input compute."""
+    tok = _tokens_of(review, model)
+    return Table(f"Input tokens of {model}, three figures together", [
+        "input total", Head("cached", "cached-input"), Head("recomputed", "cached-input"), "cache hit ratio",
+        Head("overstatement (total / recomputed)", "overstatement"), "input : output"], [[
+            fig(tok, TOKENS, "input_total", "tokens"), fig(tok, TOKENS, "input_cached", "tokens"),
+            fig(tok, TOKENS, "input_recomputed", "tokens"), fig(tok, TOKENS, "cache_hit_ratio", "pct"),
+            fig(tok, TOKENS, "input_overstatement", "times"), fig(tok, TOKENS, "input_output_ratio", "to_one")]],
+        numeric={0, 1, 2, 3, 4, 5})
+
+
+def token_parts(review: Review, model: str) -> list[Table | str]:
+    """The workload and input tables, each left out with the reason when its rows are missing."""
+    tok = _tokens_of(review, model)
+    if not tok:
+        return [f"No workload or input tables for {model}: no infra.token_split_daily row this day."]
+    if tok.get("workload_requests") == 0:
+        return [input_table(review, model),
+                f"Workload of {model}: no request was served in full, so there are no ISL/OSL quantiles."]
+    return [workload_table(review, model), input_table(review, model)]
+
+
+def _whatif_size(row: Row) -> float:
+    return (row.get("cache_blocks") or 0) * (row.get("caches") or 1)
+
+
+def whatif_findings(review: Review, model: str) -> list[Text | str]:
+    """Per deployment of the model, one line from infra.cache_whatif_daily: the input share the best configured
+    prefix cache (the LRU cache with the highest hit ratio, the fewest blocks on a tie; the infinite cache is only
+    their upper bound) would have found cached, against the share observed, and what it changes in input cost per
+    1M input tokens. When the observed share beats every configured cache, the line says so instead of calling one
+    of them best."""
+    rows = [r for r in review.whatif if r["model"] == model]
+    if not rows:
+        return [f"Prefix-cache what-if: no infra.cache_whatif_daily rows for {model} this day, so no prefix-cache "
+                "scenario was replayed."]
+    out: list[Text | str] = []
+    for deployment in sorted({r["deployment_id"] for r in rows}):
+        mine = [r for r in rows if r["deployment_id"] == deployment and r.get("requests_simulated")]
+        if not mine:
+            out.append(Text("Prefix-cache what-if on ", deployment, ": no request of the day carried prefix block "
+                                                                     "hashes, so none was replayed."))
+            continue
+        scenarios = [r for r in mine if r.get("simulated_hit_ratio") is not None and r.get("input_tokens")]
+        if not scenarios:
+            out.append(Text("Prefix-cache what-if on ", deployment, ": no configured scenario could be replayed "
+                                                                     "(see the notes of infra.cache_whatif_daily)."))
+            continue
+        lru = [r for r in scenarios if r["cache"] != "infinite"]
+        best = min(lru or scenarios, key=lambda r: (-r["simulated_hit_ratio"], _whatif_size(r), r["scenario"]))
+        bound = next((r for r in scenarios if r["cache"] == "infinite" and r is not best), None)
+        infinite = Text(", infinite cache ", fig(bound, WHATIF, "simulated_hit_ratio", "pct")) if bound else ""
+        observed = best.get("observed_hit_ratio")
+        who = Text("Prefix-cache what-if on ", fig(best, WHATIF, "deployment_id", "text"), ": ")
+        if observed is not None and best["simulated_hit_ratio"] < observed:
+            line = Text(who, "the observed ", fig(best, WHATIF, "observed_hit_ratio", "pct"), " of input cached beats "
+                        "every configured cache (the best, ", fig(best, WHATIF, "scenario", "text"), ", ",
+                        fig(best, WHATIF, "simulated_hit_ratio", "pct"), infinite, ").")
+        else:
+            change = (Text("input cost change ", fig(best, WHATIF, "cost_change_per_mtok_input", "signed_money_mtok",
+                                                     best.get("currency")), " per 1M input tokens")
+                      if best.get("cost_change_per_mtok_input") is not None else "input cost change not valued")
+            line = Text(who, "the best configured cache, ", fig(best, WHATIF, "scenario", "text"),
+                        ", would have cached ",
+                        fig(best, WHATIF, "simulated_hit_ratio", "pct"), " of input (observed ",
+                        fig(best, WHATIF, "observed_hit_ratio", "pct"), infinite, "); ", change, ".")
+        out.append(line + _estimated(best))
+    return out
+
+
+def _estimated(row: Row) -> Text | str:
+    """A sentence when the scenario's figure is a SHARDS estimate, not an exact replay
+    (infra.cache_whatif_daily.method; docs/adr/0084-lru-caches-of-large-days-are-sampled.md)."""
+    if row.get("method") != "shards":
+        return ""
+    return Text(" ", fig(row, WHATIF, "scenario", "text"), " is an estimate from a SHARDS sample of the blocks (rate ",
+                fig(row, WHATIF, "sampling_rate", "one_in"), ": ", fig(row, WHATIF, "sampled_accesses", "int"), " of ",
+                fig(row, WHATIF, "block_accesses", "int"), " block accesses replayed), not an exact replay.")
+
+
+def whatif_table(review: Review, model: str) -> Table | None:
+    """Every prefix-cache scenario replayed on the model's deployments, as published."""
+    rows = sorted((r for r in review.whatif if r["model"] == model and r.get("requests_simulated")
+                   and r.get("simulated_hit_ratio") is not None),
+                  key=lambda r: (r["deployment_id"], r["cache"] == "infinite", _whatif_size(r), r["scenario"]))
+    if not rows:
+        return None
+    return Table(f"Prefix-cache scenarios of {model}", [
+        "deployment", "scenario", "input cached, simulated", "observed", "input cost change per 1M input tokens",
+        "method"], [[fig(r, WHATIF, "deployment_id", "text"), fig(r, WHATIF, "scenario", "text"),
+                     fig(r, WHATIF, "simulated_hit_ratio", "pct"), fig(r, WHATIF, "observed_hit_ratio", "pct"),
+                     fig(r, WHATIF, "cost_change_per_mtok_input", "signed_money_mtok", r.get("currency")),
+                     fig(r, WHATIF, "method", "text")] for r in rows], numeric={2, 3, 4})
+
+
+# --- hosted-API models ------------------------------------------------------------------------------------------------
+
+def _busiest(review: Review, model: str, column: str) -> Row | None:
+    """The model's hour of infra.load_hourly with the highest `column` (the earliest on a tie), None without one."""
+    hours = [r for r in review.load if r["model"] == model and r.get(column) is not None]
+    return max(hours, key=lambda r: (r[column], -r["hour"]), default=None)
+
+
+def rate_limit_text(review: Review, model: str) -> Text | str:
+    """'busiest minute 50.0% of the RPM limit and 25.0% of the TPM limit, hours over a rate limit 12:00', or ''."""
+    parts = [Text(fig(row, LOAD, column, "pct"), f" of the {name} limit (", fig(row, LOAD, "hour", "hour"), ")")
+             for column, name in (("peak_minute_rpm_utilization", "RPM"), ("peak_minute_tpm_utilization", "TPM"))
+             if (row := _busiest(review, model, column)) is not None]
+    text = Text("busiest minute ", join(parts, " and ")) if parts else Text()
+    over = sorted((r for r in review.load if r["model"] == model and r.get("over_rate_limit")),
+                  key=lambda r: r["hour"])
+    if over:
+        text += Text(", " if parts else "", "hours over a rate limit: ", join(fig(r, LOAD, "hour", "hour")
+                                                                              for r in over))
+    return text if text.parts else ""
+
+
+def hosted_table(review: Review, model: str) -> Table:
+    """What the verdict row of a hosted-API model leaves to its section: requests, the latency its logs carry, input
+    with its cache share, output, and the rate limits' use."""
+    tok, whole = _tokens_of(review, model), _whole_row(review, model) or {}
+    if not _latency_logged(review, model):
+        latency: Cell = "not in the logs (usage only): success rate judged alone"
+    else:
+        latency = Text("TTFT P99 ", fig(whole, SLO, "ttft_p99_ms", "ms"), ", attainment ",
+                       fig(whole, SLO, "attainment", "ratio"))
+        if whole.get("itl_unknown_share"):
+            latency += Text(" (ITL not logged for ", fig(whole, SLO, "itl_unknown_share", "pct"), ")")
+    items: list[tuple[str, Cell]] = [
+        ("requests", fig(tok, TOKENS, "requests", "int") if tok.get("requests") is not None
+         else fig(whole, SLO, "effective_requests", "int")),
+        ("latency", latency),
+        ("input: total = cached + recomputed",
+         Text(fig(tok, TOKENS, "input_total", "tokens"), " = ", fig(tok, TOKENS, "input_cached", "tokens"),
+              " cached + ", fig(tok, TOKENS, "input_recomputed", "tokens"), " recomputed (",
+              fig(tok, TOKENS, "cache_hit_ratio", "pct"), " cached)") if tok.get("input_total") is not None else "—"),
+        ("output tokens", fig(tok, TOKENS, "output_tokens", "tokens")),
+        ("busiest minute against the rate limits", rate_limit_text(review, model) or "—"),
+    ]
+    return Table(f"Figures of {model} (hosted API)", ["figure", "value"], [[k, v] for k, v in items], numeric={1})
+
+
+# --- the capacity template of a deployment (folded) -------------------------------------------------------------------
+
+def growth_forecast(points: Sequence[tuple[date, float]], day: date, window_days: int = 28,
+                    min_days: int = 14) -> dict[str, Any]:
+    """The peak growth forecast: a least-squares line through the published days of the trailing `window_days`
+    (calendar window, a missing day is absent, never a zero), given once `min_days` of them exist.
+
+    Returns `days` (the count), and with enough: `slope_per_day`, `fitted` (the line at `day`), `weekly_growth`
+    (slope x 7 / fitted) and `forecast` (the line `window_days` days after `day`).
+    """
+    used = sorted((d, v) for d, v in points if 0 <= (day - d).days < window_days and v is not None)
+    out: dict[str, Any] = {"days": len(used)}
+    if len(used) < min_days:
+        return out
+    xs = [(d - day).days for d, _ in used]
+    ys = [v for _, v in used]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    fitted = my - slope * mx
+    out.update(slope_per_day=slope, fitted=fitted, forecast=fitted + slope * window_days,
+               weekly_growth=(slope * 7 / fitted) if fitted else None)
+    return out
+
+
+def _peak_history(review: Review, model: str) -> list[tuple[date, float]]:
+    """The model's planning-peak output token rate per published day (its deployments' peaks summed)."""
+    per_day: dict[date, float] = {}
+    for r in review.plan_history:
+        if r["model"] == model and r.get("peak_output_token_rate") is not None:
+            per_day[r["day"]] = per_day.get(r["day"], 0.0) + r["peak_output_token_rate"]
+    return sorted(per_day.items())
+
+
+def power_parts(review: Review, cap: Row) -> Text:
+    """The baseline's measured figures: goodput per GPU and per watt on the power basis the day had, beside the
+    nominal, and the warning when goodput per watt fell against the deployment's previous day while raw throughput
+    rose (capacity bought by power, not efficiency)."""
+    rows = sorted((r for r in review.gpu_usage_history if r["deployment_id"] == cap["deployment_id"]),
+                  key=lambda r: r["day"])
+    today = next((r for r in rows if r["day"] == review.day), None)
+    if today is None:
+        return Text()
+    usage = "infra.gpu_usage_daily"
+    basis = today["power_basis"]
+    text = Text("; goodput ", fig(cap, CAP, "goodput_per_gpu", "rate"), " tok/s per GPU and ",
+                fig(today, usage, "goodput_per_watt", "rate"),
+                f" tok/s per {'measured ' if basis != 'nominal' else ''}watt (",
+                fig(today, usage, "power_basis", "text"),
+                " power ", fig(today, usage, "power_w", "rate"), " W mean")
+    if basis != "nominal":
+        text += Text(", ", fig(today, usage, "gpus_measured", "int"), " of ", fig(today, usage, "gpus", "gpus"),
+                     " GPUs sampled")
+    text += Text("; nominal ", fig(today, usage, "goodput_per_watt_nominal", "rate"), ")")
+    before = [r for r in rows if r["day"] < review.day]
+    warning = _power_warning(before[-1] if before else None, today)
+    return text + (Text("; ", warning) if warning else "")
+
+
+def power_text(review: Review, cap: Row) -> str:
+    """`power_parts` as plain text."""
+    return str(power_parts(review, cap))
+
+
+# How far goodput per watt must fall below the previous day's to be flagged: day-to-day noise in measured power
+# moves it by a percent or two.
+POWER_DROP = 0.05
+
+
+def _power_warning(previous: Row | None, today: Row) -> Text | None:
+    values = (previous or {}).get("goodput_per_watt"), today.get("goodput_per_watt")
+    raw = (previous or {}).get("raw_throughput"), today.get("raw_throughput")
+    if None in values or None in raw or not (values[1] < (1 - POWER_DROP) * values[0] and raw[1] > raw[0]):
+        return None
+    usage = "infra.gpu_usage_daily"
+    return Text("WARNING: goodput per watt fell from ", fig(previous, usage, "goodput_per_watt", "rate"), " to ",
+                fig(today, usage, "goodput_per_watt", "rate"), " while raw throughput rose from ",
+                fig(previous, usage, "raw_throughput", "rate"), " to ", fig(today, usage, "raw_throughput", "rate"),
+                " tok/s against ", fig(previous, usage, "day", "text"),
+                ": the extra output was bought with power, not efficiency")
+
+
+def power_warning(previous: Row | None, today: Row) -> str | None:
+    """The sign of capacity bought by piling on power: goodput per watt more than POWER_DROP below the previous
+    day's while raw throughput rose. None when it did not happen or cannot be told."""
+    warning = _power_warning(previous, today)
+    return None if warning is None else str(warning)
+
+
+def _slo_item(review: Review, cap: Row) -> Text:
+    model = cap["model"]
+    policy = review.policy.get(model, {})
+    buckets = join(Text(fig({"model": model, **b}, "policy", "isl_bucket", "text"), " ",
+                        fig({"model": model, **b}, "policy", "ttft_limit_ms", "ms"))
+                   for b in policy.get("isl_buckets", []))
+    v = next((r for r in review.verdict if r["model"] == model), {})
+    whole = _whole_row(review, model)
+    text = Text("compliant = success, TTFT within its ISL bucket's limit (", buckets, ") and ITL ≤ ",
+                _pol(review, model, "itl_limit_ms", "ms"), "; attainment ≥ ",
+                _pol(review, model, "attainment_target", "g"), " per bucket; success rate ≥ ",
+                _pol(review, model, "success_rate_target", "g"), "; P99 queue ≤ ",
+                _pol(review, model, "queue_p99_ms", "ms"), ", ITL ≤ ", _pol(review, model, "itl_p99_ms", "ms"),
+                ", TPOT ≤ ", _pol(review, model, "tpot_p99_ms", "ms"), " (SLO ", fig(cap, CAP, "slo_version", "text"),
+                "). The day: ", fig(v, VERDICT, "slo_met", "met"))
+    if v.get("missed_figures"):
+        text += Text(" (", fig(v, VERDICT, "missed_figures", "text"), ")")
+    if whole:
+        text += Text("; P99 TTFT ", fig(whole, SLO, "ttft_p99_ms", "ms"), ", TPOT ",
+                     fig(whole, SLO, "tpot_p99_ms", "ms"),
+                     ", E2E ", fig(whole, SLO, "e2e_p99_ms", "ms"))
+    return text + "."
+
+
+def _workload_item(review: Review, cap: Row) -> Text:
+    plan, tok = _plan_of(review, cap["deployment_id"]), _tokens_of(review, cap["model"])
+    inventory = review.deployments.get(cap["deployment_id"], {})
+    text = Text(fig(cap, CAP, "model", "text"), " on ", configuration(cap, inventory))
+    if cap.get("gpus_per_replica"):
+        text += Text(" (replicas of ", fig(cap, CAP, "gpus_per_replica", "int"), " GPUs, ",
+                     fig(plan, PLAN, "slots_per_replica_used", "rate"), " slots each",
+                     " measured at the highest load-test rate within SLO"
+                     if plan.get("slots_per_replica_source") == "loadtest" else "", ")")
+    return Text(text, "; ", fig(plan, PLAN, "requests", "int"), " requests, ", fig(cap, CAP, "output_tokens", "tokens"),
+                " output tokens produced; ISL P50 ", fig(tok, TOKENS, "isl_p50", "tokens"), " / P99 ",
+                fig(tok, TOKENS, "isl_p99", "tokens"), ", OSL P50 ", fig(tok, TOKENS, "osl_p50", "tokens"), " / P99 ",
+                fig(tok, TOKENS, "osl_p99", "tokens"), "; input ", fig(tok, TOKENS, "input_total", "tokens"),
+                " total = ", fig(tok, TOKENS, "input_cached", "tokens"), " cached + ",
+                fig(tok, TOKENS, "input_recomputed", "tokens"), " recomputed, ", Term("overstatement", "overstatement"),
+                " ", fig(tok, TOKENS, "input_overstatement", "times"), "; ",
+                fig(cap, CAP, "mean_output_per_step", "rate"), " output tokens per agent step (",
+                fig(cap, CAP, "mean_output_per_step_source", "text"), "), ", fig(cap, CAP, "sessions", "int"),
+                " agent sessions")
+
+
+def _baseline_item(review: Review, cap: Row) -> Text:
+    currency = cap.get("currency")
+    text = Text(identity(cap), "; ", fig(cap, CAP, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU under SLO (",
+                fig(_verdict_of(review, cap["deployment_id"]), VERDICT, "capacity_basis", "text"), ")")
+    if cap.get("lambda_slo_max"):
+        text += Text(", highest load-test rate within SLO ", fig(cap, CAP, "lambda_slo_max", "rate"), " req/s")
+    return Text(text, "; ", Term("daily capacity", "daily-capacity"), " ",
+                fig(cap, CAP, "daily_capacity_tokens", "tokens"), " output tokens, ",
+                Term("utilization", "utilization"),
+                " ", fig(cap, CAP, "utilization", "pct"), "; the day ran ", fig(cap, CAP, "goodput_per_gpu", "rate"),
+                " tok/s per GPU and ", fig(cap, CAP, "goodput_per_watt", "rate"), " tok/s per watt under SLO; ",
+                Term("$/MTok under SLO", "mtok-under-slo"), " ",
+                fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency), ", ",
+                Term("daily value", "daily-value"),
+                " ", fig(cap, CAP, "daily_value", "money", currency), ", ",
+                Term("daily cost at capacity", "daily-cost-at-capacity"), " ",
+                fig(cap, CAP, "daily_cost_at_capacity", "money", currency), "; supported agent steps ",
+                fig(cap, CAP, "supported_agent_steps", "tokens"), "; task attainment ",
+                fig(cap, CAP, "task_attainment", "ratio"), " against the expected (the model's attainment to the power "
+                "of the mean steps per task) ", fig(cap, CAP, "expected_task_attainment", "ratio"),
+                power_parts(review, cap))
+
+
+def _peak_item(review: Review, cap: Row) -> Text:
+    """The planning peak, the peaks beyond the minute, how long bursts lasted, the load against capacity, and the
+    growth forecast from the trailing 28 days."""
+    plan, model = _plan_of(review, cap["deployment_id"]), cap["model"]
+    text = Text(fig(plan, PLAN, "peak_basis", "basis"), " ", fig(plan, PLAN, "peak_window_start", "hhmm"), "–",
+                fig(plan, PLAN, "peak_window_end", "hhmm"), " UTC: ", fig(plan, PLAN, "peak_requests", "int"),
+                " requests, ", fig(plan, PLAN, "peak_arrival_rate", "rate"), " req/s, ",
+                fig(plan, PLAN, "peak_output_token_rate", "rate"), " output tok/s")
+    busiest = {c: _busiest(review, model, c) for c in ("peak_second_arrival_rate", "peak_minute_arrival_rate",
+                                                        "peak_minute_output_token_rate", "peak_minute_input_token_rate",
+                                                        "burst_seconds")}
+    if busiest["peak_minute_arrival_rate"] is not None:
+        text += Text("; busiest second ", fig(busiest["peak_second_arrival_rate"], LOAD, "peak_second_arrival_rate",
+                                              "rate"),
+                     " req/s, busiest minute ", fig(busiest["peak_minute_arrival_rate"], LOAD,
+                                                    "peak_minute_arrival_rate", "rate"), " req/s, ",
+                     fig(busiest["peak_minute_output_token_rate"], LOAD, "peak_minute_output_token_rate", "rate"),
+                     " output and ", fig(busiest["peak_minute_input_token_rate"], LOAD,
+                                         "peak_minute_input_token_rate", "rate"), " input tok/s")
+    burst = busiest["burst_seconds"]
+    if burst and burst.get("burst_seconds"):
+        text += Text("; longest burst above the planning rate ", fig(burst, LOAD, "burst_seconds", "minutes"), " from ",
+                     fig(burst, LOAD, "hour", "hour"))
+    text += Text("; peak-to-mean ", fig(plan, PLAN, "peak_to_mean", "rate"), "; ",
+                 fig(plan, PLAN, "hours_over_capacity", "int"), " ",
+                 Term("hour(s) over capacity", "hours-over-capacity"),
+                 ", largest backlog ", fig(plan, PLAN, "max_backlog_tokens", "tokens"), " tokens")
+    forecast = growth_forecast(_peak_history(review, model), review.day)
+    if "forecast" in forecast:
+        growth = forecast["weekly_growth"]
+        return Text(text, "; growth ", derived("—" if growth is None else f"{growth:+.1%}", "weekly growth"),
+                    " a week over ", derived(str(forecast["days"]), "published days"),
+                    " published days, peak forecast in 28 days ", derived(fmt(forecast["forecast"], "rate"),
+                                                                          "peak forecast"), " output tok/s")
+    return Text(text, "; growth forecast needs 14 published days in the last 28 (",
+                derived(str(forecast["days"]), "published days"), " so far)")
+
+
+def _failure_item(review: Review, cap: Row) -> Text:
+    plan, whole = _plan_of(review, cap["deployment_id"]), _whole_row(review, cap["model"]) or {}
+    text = Text(Term("N+", "n-plus-1"), fig(plan, PLAN, "headroom_failure_replicas", "int"), ": ",
+                fig(plan, PLAN, "headroom_failure_replicas", "int"),
+                " replica(s) may fail and the rest keep the SLO = ",
+                fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs")
+    if whole.get("timeout_requests") is not None:
+        text += Text("; the day's failures: ", fig(whole, SLO, "timeout_requests", "int"), " timeouts, ",
+                     fig(whole, SLO, "disconnected_requests", "int"), " disconnects, ",
+                     fig(whole, SLO, "error_requests", "int"), " errors, ", fig(whole, SLO, "rejected_requests", "int"),
+                     " rejected")
+    return text
+
+
+def _lag_item(plan: Row) -> Text:
+    if plan.get("lag_minutes") is None:
+        return Text("scale-out and warm-up time not configured (scale_out_minutes, warmup_minutes in "
+                    "deployments.yaml); "
+                    "the policy's scaling lag ", fig(plan, PLAN, "headroom_scaling_lag_pct", "pct"), " = ",
+                    fig(plan, PLAN, "headroom_scaling_lag_gpus", "gpus"), " GPUs")
+    return Text("scale-out ", fig(plan, PLAN, "scale_out_minutes", "rate"), " + warm-up ",
+                fig(plan, PLAN, "warmup_minutes", "rate"), " = ", fig(plan, PLAN, "lag_minutes", "int"),
+                " min; over that time before the peak the output rate grows by ",
+                fig(plan, PLAN, "lag_growth_token_rate", "rate"), " tok/s = ", fig(plan, PLAN, "lag_gpus", "gpus"),
+                " GPUs at ", fig(plan, PLAN, "capacity_goodput_per_gpu", "rate"),
+                " tok/s per GPU, against the policy's "
+                "scaling lag ", fig(plan, PLAN, "headroom_scaling_lag_pct", "pct"), " = ",
+                fig(plan, PLAN, "headroom_scaling_lag_gpus", "gpus"), " GPUs")
+
+
+def gpus_needed_text(review: Review, deployment_id: str) -> Text:
+    """GPUs needed as infra.capacity_verdict_daily publishes it: the figure and its rule against the GPUs in force,
+    and the gap's three parts (the peak, the headroom percentages, the redundancy replicas), each its cell."""
+    v = _verdict_of(review, deployment_id)
+    if v.get("gpus_needed") is None:
+        return Text(Term("GPUs needed", "gpus-needed"), " not known: ", fig(v, VERDICT, "verdict_text", "text",
+                                                                          verdict=v.get("verdict")), ".")
+    return Text(Term("GPUs needed", "gpus-needed"), " ", fig(v, VERDICT, "gpus_needed", "gpus"), " (set by the ",
+                fig(v, VERDICT, "gpus_needed_rule", "rule"), ") against ", fig(v, VERDICT, "gpus_in_force", "gpus"),
+                " ", Term("in force", "gpus-in-force"), "; the gap in three parts: the peak ",
+                fig(v, VERDICT, "gap_slo_capacity", "gpus"), " (negative: GPUs to spare at the peak), ",
+                Term("headroom", "headroom"), " ", fig(v, VERDICT, "gap_headroom", "gpus"), ", redundancy ",
+                fig(v, VERDICT, "gap_redundancy", "gpus"), ". ", fig(v, VERDICT, "verdict_text", "text",
+                                                                     verdict=v.get("verdict")), ".")
+
+
+def _headroom_item(review: Review, cap: Row) -> Text:
+    plan = _plan_of(review, cap["deployment_id"])
+    return Text(
+        "Erlang C plan: ", fig(plan, PLAN, "erlang_c_slots", "int"), " slots for the peak's concurrency (Little's law ",
+        fig(plan, PLAN, "littles_law_concurrency", "rate"), " in flight) = ",
+        fig(plan, PLAN, "replicas_needed_erlang", "int"), " replica(s) = ", fig(plan, PLAN, "base_gpus", "gpus"),
+        " GPUs, ", fig(plan, PLAN, "gpus_needed_erlang_c", "gpus"), " with the headroom policy (the rule of thumb, for "
+        "comparison: ", fig(plan, PLAN, "replicas_needed_seed_rule", "int"), " replica(s) at redundancy ",
+        fig(plan, PLAN, "rule_of_thumb_redundancy", "g"), "). Peak sizing: ",
+        fig(plan, PLAN, "peak_output_token_rate", "rate"), " output tok/s at the peak / ",
+        fig(plan, PLAN, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU = ",
+        fig(plan, PLAN, "goodput_sizing_base_gpus", "gpus"), " GPUs, ", fig(plan, PLAN, "gpus_needed_goodput", "gpus"),
+        " with the headroom policy. Headroom policy: scaling lag ", fig(plan, PLAN, "headroom_scaling_lag_pct", "pct"),
+        ", forecast error ", fig(plan, PLAN, "headroom_forecast_error_pct", "pct"), ", release ",
+        fig(plan, PLAN, "headroom_release_pct", "pct"), ", jitter ", fig(plan, PLAN, "headroom_jitter_pct", "pct"),
+        " (", fig(plan, PLAN, "headroom_pct_total", "pct"), " in all, each on top of the ones before; on the Erlang C "
+        "plan's base ", fig(plan, PLAN, "headroom_scaling_lag_gpus", "gpus"), " + ",
+        fig(plan, PLAN, "headroom_forecast_error_gpus", "gpus"), " + ",
+        fig(plan, PLAN, "headroom_release_gpus", "gpus"),
+        " + ", fig(plan, PLAN, "headroom_jitter_gpus", "gpus"), " GPUs) and ",
+        fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs for failed replicas. ",
+        gpus_needed_text(review, cap["deployment_id"]))
+
+
+def _validation_item(review: Review, cap: Row) -> Text:
+    source = cap.get("capacity_source")
+    return Text("measured by a load test" if source == "loadtest" else "demonstrated from production logs"
+                if source == "demonstrated" else "no capacity figure", ": ",
+                fig(cap, CAP, "capacity_note", "text"), ". Load-test run ",
+                fig(cap, CAP, "loadtest_run_id", "text", text=cap.get("loadtest_run_id") or "none"),
+                "; figures published by Dagster run ",
+                fig({"run_id": review.published_run_id}, "run", "run_id", "text"), ", review written by run ",
+                fig({"run_id": review.run_id}, "run", "run_id", "text"), "; price version ",
+                fig(cap, CAP, "price_version", "text"), ", SLO version ", fig(cap, CAP, "slo_version", "text"))
+
+
+def template_table(review: Review, cap: Row) -> Table:
+    """The capacity review template for one deployment: one item per row, with its basis."""
+    plan = _plan_of(review, cap["deployment_id"])
+    return Table(f"Capacity review of {cap['deployment_id']} ({cap['model']})", ["item", "content"], [
+        ["SLO", _slo_item(review, cap)], ["Workload", _workload_item(review, cap)],
+        ["Baseline", _baseline_item(review, cap)], ["Peak", _peak_item(review, cap)],
+        ["Failure", _failure_item(review, cap)], ["Lag", _lag_item(plan)], ["Headroom", _headroom_item(review, cap)],
+        ["Validation", _validation_item(review, cap)]], css="template")
+
+
+def figures_table(review: Review, cap: Row) -> Table:
+    """One published figure per row, as it was published, so the review can be signed figure by figure."""
+    plan, v = _plan_of(review, cap["deployment_id"]), _verdict_of(review, cap["deployment_id"])
+    currency = cap.get("currency")
+    today = next((r for r in review.gpu_usage_history
+                  if r["deployment_id"] == cap["deployment_id"] and r["day"] == review.day), None)
+    usage = "infra.gpu_usage_daily"
+    measured: list[tuple[Cell, Cell]] = [] if today is None else [
+        (Text("goodput per watt, ", fig(today, usage, "power_basis", "text"), " power (tok/s per W)"),
+         fig(today, usage, "goodput_per_watt", "rate")),
+        (Text("mean total GPU power, ", fig(today, usage, "power_basis", "text"), " (W)"),
+         fig(today, usage, "power_w", "rate"))]
+    items: list[tuple[Cell, Cell]] = [
+        ("capacity goodput per GPU (tok/s)", fig(cap, CAP, "capacity_goodput_per_gpu", "rate")),
+        ("capacity source", fig(cap, CAP, "capacity_source", "text")),
+        ("capacity verified", fig(cap, CAP, "capacity_verified", "text", text=fmt(cap.get("capacity_verified")))),
+        ("highest load-test rate within SLO (req/s)", fig(cap, CAP, "lambda_slo_max", "rate")),
+        ("goodput per GPU, the day (tok/s)", fig(cap, CAP, "goodput_per_gpu", "rate")),
+        ("goodput per watt, the day (tok/s per W)", fig(cap, CAP, "goodput_per_watt", "rate")),
+        *measured,
+        ("daily capacity (output tokens)", fig(cap, CAP, "daily_capacity_tokens", "tokens")),
+        ("output produced (tokens)", fig(cap, CAP, "output_tokens", "tokens")),
+        ("utilization", fig(cap, CAP, "utilization", "pct")),
+        ("$/MTok under SLO", fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency)),
+        ("daily value", fig(cap, CAP, "daily_value", "money", currency)),
+        ("daily cost at capacity", fig(cap, CAP, "daily_cost_at_capacity", "money", currency)),
+        ("supported agent steps", fig(cap, CAP, "supported_agent_steps", "tokens")),
+        ("task attainment", fig(cap, CAP, "task_attainment", "ratio")),
+        ("expected task attainment (attainment to the power of mean steps)",
+         fig(cap, CAP, "expected_task_attainment", "ratio")),
+        ("peak arrival rate (req/s)", fig(plan, PLAN, "peak_arrival_rate", "rate")),
+        ("peak output token rate (tok/s)", fig(plan, PLAN, "peak_output_token_rate", "rate")),
+        ("Little's law concurrency", fig(plan, PLAN, "littles_law_concurrency", "rate")),
+        ("Erlang C slots", fig(plan, PLAN, "erlang_c_slots", "int")),
+        ("slots per replica (source)", Text(fig(plan, PLAN, "slots_per_replica_used", "rate"), " (",
+                                            fig(plan, PLAN, "slots_per_replica_source", "text"), ")")),
+        ("replicas (Erlang C plan before headroom / rule of thumb)",
+         Text(fig(plan, PLAN, "replicas_needed_erlang", "int"), " / ",
+              fig(plan, PLAN, "replicas_needed_seed_rule", "int"))),
+        ("Erlang C plan with headroom (GPUs)", fig(plan, PLAN, "gpus_needed_erlang_c", "gpus")),
+        ("peak sizing with headroom (GPUs)", fig(plan, PLAN, "gpus_needed_goodput", "gpus")),
+        ("peak sizing minus Erlang C plan (GPUs)", fig(plan, PLAN, "gpus_needed_difference", "gpus")),
+        ("GPUs needed (the larger, with headroom)", fig(v, VERDICT, "gpus_needed", "gpus")),
+        ("GPUs needed set by", fig(v, VERDICT, "gpus_needed_rule", "rule")),
+        ("GPUs in force", fig(v, VERDICT, "gpus_in_force", "gpus")),
+        ("GPUs in force minus GPUs needed (negative: fewer than needed)", fig(plan, PLAN, "gpu_surplus", "gpus")),
+        ("lag (min) / lag GPUs", Text(fig(plan, PLAN, "lag_minutes", "int"), " / ",
+                                      fig(plan, PLAN, "lag_gpus", "gpus"))),
+        ("hours over capacity", fig(plan, PLAN, "hours_over_capacity", "int")),
+        ("largest backlog (tokens)", fig(plan, PLAN, "max_backlog_tokens", "tokens")),
+    ]
+    return Table(f"Figures of {cap['deployment_id']}", ["figure", "value"], [[k, v] for k, v in items],
+                 numeric={1}, css="figures")
+
+
+# --- notes on what is left out ----------------------------------------------------------------------------------------
 
 def cost_notes(review: Review) -> list[str]:
     """Why the $/MTok chart is left out, or why it has no point on the day (finance.cost_per_mtok_daily)."""
@@ -1042,41 +1181,25 @@ def load_note(review: Review, model: str) -> str | None:
     return f"No load chart for {model}: no infra.load_hourly rows this day."
 
 
+def _attainment_charted(review: Review, model: str) -> bool:
+    return any(r["isl_bucket"] != "all" and r.get("attainment") is not None for r in _slo_rows(review, model))
+
+
 def attainment_note(review: Review, model: str) -> str | None:
-    """Why the attainment chart is left out: no SLO rows, no effective request, or no latency in the logs."""
+    """Why the attainment chart is left out: no SLO rows, no effective request, no bucket with an attainment; None
+    when it is drawn, or when the logs carry no latency (the SLO's note says so)."""
     rows = _slo_rows(review, model)
-    if any(r["isl_bucket"] != "all" and r.get("attainment") is not None for r in rows):
+    if _attainment_charted(review, model):
         return None
     if not rows:
         why = "no infra.slo_daily rows this day"
     elif not (_whole_row(review, model) or {}).get("effective_requests"):
         why = "no effective request on the day"
     elif not _latency_logged(review, model):
-        why = "the logs carry no latency (TTFT and ITL are NULL: usage-only logs), so no request was judged"
+        return None  # slo_notes says why, once
     else:
         why = "no ISL bucket has an attainment figure"
     return f"No attainment chart for {model}: {why}."
-
-
-def slo_notes(review: Review, model: str) -> list[str]:
-    """Why the SLO table is left out, or what a day without latency judges."""
-    if not _slo_rows(review, model):
-        return [f"No SLO table for {model}: no infra.slo_daily rows this day."]
-    if (_whole_row(review, model) or {}).get("effective_requests") and not _latency_logged(review, model):
-        return [f"{model}'s logs carry no latency (usage only: TTFT, queue and ITL are NULL): attainment is not "
-                "measured, the success rate is judged alone."]
-    return []
-
-
-def token_parts(review: Review, model: str) -> list[Table | str]:
-    """The workload and input tables, each left out with the reason when its rows are missing."""
-    tok = _tokens_of(review, model)
-    if not tok:
-        return [f"No workload or input tables for {model}: no infra.token_split_daily row this day."]
-    if tok.get("workload_requests") == 0:
-        return [input_table(review, model),
-                f"Workload of {model}: no request was served in full, so there are no ISL/OSL quantiles."]
-    return [workload_table(review, model), input_table(review, model)]
 
 
 # --- charts (inline SVG) -------------------------------------------------------------------------------------------
@@ -1217,19 +1340,6 @@ def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> s
     return _svg("attainment", f"Attainment by ISL bucket, {model}", body, height=height)
 
 
-_BUCKET_COMMITMENTS = (("attainment_met", "attainment"), ("success_rate_met", "success rate"),
-                       ("queue_p99_met", "P99 queue"), ("itl_p99_met", "P99 ITL"), ("tpot_p99_met", "P99 TPOT"))
-
-
-def bucket_verdict(row: Row) -> bool | None:
-    """A bucket's verdict as the SLO table prints it (all_met: every commitment), its attainment's where a row
-    has no all_met."""
-    return row["all_met"] if row.get("all_met") is not None else row.get("attainment_met")
-
-
-def bucket_misses(row: Row) -> list[str]:
-    """The commitments a bucket missed, in words ('success rate', 'P99 queue')."""
-    return [label for key, label in _BUCKET_COMMITMENTS if row.get(key) is False]
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -1314,240 +1424,217 @@ def cost_chart(history: Sequence[Row], day: date) -> str:
     return _svg("cost", "$/MTok under SLO over time", body, width=WIDE, height=height)
 
 
-# --- documents -----------------------------------------------------------------------------------------------------
 
-INTRO = ("Every figure is bound to a model and its serving configuration (model and engine versions, GPU type, "
-         "parallelism, quantization, cache policy): token counts of different models are never compared; money is. "
-         "Capacity is SLO goodput per GPU (output tokens of compliant requests per second), from a verified load "
-         "test of the same configuration or, as a lower bound, from the best production window in which every "
-         "commitment held. GPUs needed is the larger of the Erlang C plan (the peak's concurrency) and the peak "
-         "sizing (the peak's output tokens over the capacity per GPU), each with the headroom policy on top. A "
-         "hosted-API "
-         "model is provider-managed: it has no capacity figure and is judged on its SLO (as far as its logs carry "
-         "latency) and its cost. Source: the published infra.capacity_daily, infra.capacity_plan_daily, "
-         "infra.load_hourly, infra.slo_daily, infra.slo_hourly, infra.goodput_hourly, infra.token_split_daily, "
-         "infra.cache_whatif_daily and finance.cost_per_mtok_daily (definitions: docs/metrics.md, sections 2-6).")
-# Cells of these columns are coloured by their verdict word.
-_VERDICT_COLUMNS = ("verdict", "SLO")
+# --- the document: what the templates print, in order -----------------------------------------------------------------
+
+LEDE = Text("Two questions first: what a million tokens really costs (", Term("$/MTok under SLO", "mtok-under-slo"),
+            ": the day's cost over the output of requests that kept their latency promises, beside ",
+            Term("$/MTok delivered", "mtok-delivered"), "), and how many good tokens each model can deliver a day "
+            "within those promises (", Term("daily capacity", "daily-capacity"), "). The verdict is "
+            "infra.capacity_verdict_daily's; every figure is a published cell, and every term is in the ",
+            Term("glossary", "glossary"), ".")
+
+# Every term a reader meets, defined once (docs/metrics.md, sections 1-6, has the full definitions): (anchor, term,
+# definition). The text links to them by anchor.
+GLOSSARY: tuple[tuple[str, str, str], ...] = (
+    ("verdict", "verdict",
+     "The day's judgement of a deployment, from infra.capacity_verdict_daily: ok; policy (SLO met and the peak "
+     "fits, but not the redundancy or headroom the policy asks for); short (the peak itself needs more GPUs than "
+     "in force); SLO missed (a judged commitment failed)."),
+    ("mtok-delivered", "$/MTok delivered",
+     "The day's total cost over the output tokens of successful requests, per million."),
+    ("mtok-under-slo", "$/MTok under SLO",
+     "The day's total cost over the output tokens of compliant requests only (successful and within their latency "
+     "limits), per million: what a million good tokens cost. It compares models; it is never below $/MTok "
+     "delivered."),
+    ("goodput", "goodput",
+     "Output tokens per second of compliant requests; raw throughput counts every output token."),
+    ("attainment", "SLO attainment",
+     "Compliant over judged requests, per ISL bucket; the commitment holds per bucket."),
+    ("isl-bucket", "ISL bucket",
+     "A range of input lengths (4k = 4,096 tokens) with its own time-to-first-token limit."),
+    ("not-judged", "not judged",
+     "Too few judged requests in a bucket (or no latency logged) to say met or missed: never counted as missed."),
+    ("latency", "TTFT, ITL, TPOT, P99",
+     "Time to first token (queueing included), longest gap between output tokens, mean time per output token; "
+     "P99: the value 99% of requests stayed within."),
+    ("n-plus-1", "N+1",
+     "Redundancy: one replica (or the policy's k) may fail and the rest still hold the peak within the SLO."),
+    ("headroom", "headroom",
+     "The policy's percentages on top of the sizing: scaling lag, forecast error, releases, jitter."),
+    ("gpus-needed", "GPUs needed",
+     "The larger of the Erlang C plan and the peak sizing, each with headroom and redundancy; its gap to GPUs in "
+     "force splits into the peak, headroom and redundancy."),
+    ("gpus-in-force", "GPUs in force",
+     "The GPUs of the deployment's inventory at the end of the day."),
+    ("capacity-basis", "capacity basis",
+     "Where capacity per GPU comes from: a verified load test, an unverified one (reference only), a demonstrated "
+     "lower bound, or none."),
+    ("lower-bound", "lower bound",
+     "Demonstrated capacity: the best 30-minute production window in which every commitment held. Real capacity is "
+     "at least this; GPUs needed on it is at most the figure."),
+    ("daily-capacity", "daily capacity",
+     "Capacity goodput per GPU × GPUs × 86,400 s: the good output tokens a deployment can deliver a day."),
+    ("daily-value", "daily value",
+     "Daily capacity at the list price per million output tokens."),
+    ("daily-cost-at-capacity", "daily cost at capacity",
+     "Daily capacity × $/MTok under SLO / 1,000,000: the cost of a day of good tokens at capacity."),
+    ("overstatement", "overstatement",
+     "Total over recomputed input tokens: how many times counting all input overstates the compute it took."),
+    ("utilization", "utilization",
+     "Output produced over daily capacity; above 100% is possible on a lower bound."),
+    ("hours-over-capacity", "hours over capacity",
+     "UTC hours whose demanded output rate exceeded capacity."),
+    ("cached-input", "cached / recomputed input",
+     "Prompt tokens served from the prefix cache, and the rest, which the GPUs compute again (and pay for)."),
+    ("erlang-c", "Erlang C plan, peak sizing",
+     "GPUs for the busiest window's concurrency with queueing (Erlang C), and for its output tokens at the "
+     "capacity per GPU."),
+)
 
 
 @dataclass(frozen=True)
-class Section:
-    """An HTML <section id=...> opening (`close` False) or closing; Markdown has none."""
+class Sub:
+    """A sub-heading inside a fold."""
 
+    text: str
+    kind: str = "sub"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A part of a model's section the HTML folds (<details>): its summary line and its blocks (tables, lines)."""
+
+    summary: str
+    blocks: list[Table | Text | Sub | str]
+
+
+@dataclass(frozen=True)
+class ModelSection:
     id: str
-    close: bool = False
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-    html_only: bool = False
-
-
-@dataclass(frozen=True)
-class Charts:
-    """Figures (svg, caption) and, for the charts left out, the line saying why: HTML only, as Markdown has no
-    charts."""
-
-    figures: list[tuple[str, str]]
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Lede:
-    text: str
-
-
-@dataclass(frozen=True)
-class SideBySide:
-    """Tables the HTML sets side by side; Markdown prints them one after the other."""
-
-    tables: list[Table]
-
-
-# A note is a str: one line both renderings print (why a table or a chart is left out, a finding).
-Block = Section | Heading | Charts | Lede | SideBySide | Table | str
-
-
-def _model_head(review: Review, model: str, hosted: bool) -> list[Block]:
-    """A model's charts, SLO table, hourly findings, workload and input tables: the same for GPU and hosted
-    models, but that a hosted model's load has no capacity line."""
-    policy = review.policy.get(model, {})
-    hours = [r for r in review.load if r["model"] == model]
-    rows = _slo_rows(review, model)
-    figures, notes = [], []
-    if (note := load_note(review, model)) is None:
-        figures.append((load_chart(model, hours, PROVIDER_MANAGED if hosted else NO_CAPACITY),
-                        "Demand (output tokens/s of requests that reached the model) per UTC hour "
-                        + ("(provider-managed: no capacity line)." if hosted else
-                           "against the capacity token rate (each model on its own scale).")))
-    else:
-        notes.append(note)
-    if (note := attainment_note(review, model)) is None:
-        figures.append((attainment_chart(model, rows, policy.get("attainment_target")),
-                        "Attainment per ISL bucket against the commitment (pale: too few requests to judge)."))
-    else:
-        notes.append(note)
-    heading = f"Model {model}" + (" (hosted API, provider-managed)" if hosted else "")
-    out: list[Block] = [Section(f"model-{_anchor(model)}"), Heading(2, heading), Charts(figures, notes)]
-    if rows:
-        out.append(slo_table(review, model))
-    out += slo_notes(review, model)
-    out += hourly_findings(review, model)
-    parts = token_parts(review, model)
-    return out + [SideBySide([p for p in parts if isinstance(p, Table)]), *[p for p in parts if isinstance(p, str)]]
-
-
-def _gpu_model_blocks(review: Review, model: str) -> list[Block]:
-    out = _model_head(review, model, hosted=False)
-    out.append(whatif_finding(review, model))
-    for cap in [c for c in review.capacity if c["model"] == model]:
-        inventory = review.deployments.get(cap["deployment_id"])
-        out += [Section(f"deployment-{_anchor(cap['deployment_id'])}"),
-                Heading(3, f"{cap['deployment_id']}: {configuration(cap, inventory)}"),
-                template_table(review, cap), figures_table(review, cap), Section("", close=True)]
-    out.append(Section("", close=True))
-    return out
-
-
-def _hosted_model_blocks(review: Review, model: str) -> list[Block]:
-    """A hosted-API model's section: no capacity template or plan, as there is no GPU of ours to size; one line
-    says so instead, with its deployments and the rate limits' use."""
-    out = _model_head(review, model, hosted=True)
-    if any(r["model"] == model for r in review.whatif):
-        out.append(whatif_finding(review, model))
-    else:
-        out.append("Prefix-cache what-if: not replayed for a provider-managed model (its cache is the provider's).")
-    deployments = sorted({r["deployment_id"] for r in review.cost_history
-                          if r["day"] == review.day and r["model"] == model})
-    limits = _rate_limit_text(review, model)
-    out.append("No capacity: provider-managed" + (f" ({', '.join(deployments)})" if deployments else "")
-               + ", so no GPU figure, capacity template or plan" + (f"; {limits}" if limits else "") + ".")
-    out.append(Section("", close=True))
-    return out
-
-
-def document(review: Review) -> list[Block]:
-    """The review in document order, for both renderings: its verdict first, then the summary, the cost trend and
-    a section per model. A part without data is left out with one line saying why."""
-    out: list[Block] = [Section("verdict")]
-    if _models(review):
-        out.append(verdict_table(review))
-        out += gpus_needed_lines(review)
-    if _hosted_models(review):
-        out.append(hosted_verdict_table(review))
-    out += verdict_notes(review)
-    out += [Section("", close=True), Lede(INTRO), Heading(2, "Summary")]
-    out.append(summary_table(review) if review.capacity else
-               SUMMARY_NOTE + (HOSTED_SUMMARY_NOTE if _hosted_models(review) else ""))
-    history = [r for r in review.cost_history if r["day"] <= review.day]
-    charts = [(cost_chart(history, review.day), "Cost per million output tokens of compliant requests, per "
-                                                "deployment, on every published day up to "
-                                                f"{review.day.isoformat()} (a date axis: a day not published is a "
-                                                "gap).")] if _cost_series(history) else []
-    out += [Heading(2, "$/MTok under SLO over time", html_only=True), Charts(charts), *cost_notes(review)]
-    for model in _models(review):
-        out += _gpu_model_blocks(review, model)
-    for model in _hosted_models(review):
-        out += _hosted_model_blocks(review, model)
-    return out
-
-
-def _html_table(table: Table, css_class: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
-    body = []
-    for row in table.rows:
-        cells = []
-        for i, cell in enumerate(row):
-            cls = ' class="num"' if i in table.numeric else ""
-            if table.header[i] in _VERDICT_COLUMNS:
-                cls = f' class="{"met" if cell == "met" else "missed" if cell == "missed" else "muted"}"'
-            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    attr = f' class="{css_class}"' if css_class else ""
-    return (f"<table{attr}><caption>{html.escape(table.caption)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>")
+    heading: str
+    hosted: bool
+    charts: list[tuple[str, str]]
+    chart_notes: list[str]
+    slo: Table | None
+    notes: list[Text | str]
+    folds: list[Fold]
 
 
 def _anchor(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower())
 
 
-def _figure(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
+def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
+    """A model's screen: at most two charts (its load against capacity, its attainment per bucket), its SLO table and
+    the findings that bear on it; the capacity template, figures, workload, input and what-if folded."""
+    policy = review.policy.get(model, {})
+    hours = [r for r in review.load if r["model"] == model]
+    rows = _slo_rows(review, model)
+    charts, chart_notes = [], []
+    if (note := load_note(review, model)) is None:
+        charts.append((load_chart(model, hours, PROVIDER_MANAGED if hosted else NO_CAPACITY),
+                       "Demand per UTC hour, output tokens/s"
+                       + (" (provider-managed: no capacity line)." if hosted else ", against capacity.")))
+    else:
+        chart_notes.append(note)
+    if _attainment_charted(review, model):
+        charts.append((attainment_chart(model, rows, policy.get("attainment_target")),
+                       "Attainment per ISL bucket against the commitment (pale: not judged)."))
+    elif (note := attainment_note(review, model)) is not None:
+        chart_notes.append(note)
+    notes: list[Text | str] = [*slo_notes(review, model), *hourly_findings(review, model)]
+    blocks: list[Table | Text | Sub | str] = []
+    if hosted:
+        deployments = sorted({v["deployment_id"] for v in review.verdict if v["model"] == model}
+                             | {r["deployment_id"] for r in review.cost_history
+                                if r["day"] == review.day and r["model"] == model})
+        blocks += [Sub("Latency, input and rate limits"),
+                   Text("No capacity: provider-managed", f" ({', '.join(deployments)})" if deployments else "",
+                        ", so no GPU figure, capacity template or plan."), hosted_table(review, model)]
+    for cap in (c for c in review.capacity if c["model"] == model):
+        blocks += [Sub(f"Capacity template and figures of {cap['deployment_id']}: how GPUs needed is reached"),
+                   Text(cap["deployment_id"], ": ", configuration(cap, review.deployments.get(cap["deployment_id"]))),
+                   template_table(review, cap), figures_table(review, cap)]
+    if rows:
+        blocks += [Sub("P99 latency per ISL bucket"), latency_table(review, model)]
+    blocks += [Sub("Workload, input tokens and prefix-cache what-if"), *token_parts(review, model)]
+    blocks += (["Prefix-cache what-if: not replayed for a provider-managed model (its cache is the provider's)."]
+               if hosted and not any(r["model"] == model for r in review.whatif) else whatif_findings(review, model))
+    if (table := whatif_table(review, model)) is not None:
+        blocks.append(table)
+    what = ("latency, input, rate limits" if hosted else "capacity template and figures (how GPUs needed is "
+                                                         "reached), P99 latency") + ", workload, input, cache what-if"
+    folds = [Fold(f"Details of {model}: {what}", blocks)]
+    heading = f"Model {model}" + (" (hosted API, provider-managed)" if hosted else "")
+    return ModelSection(f"model-{_anchor(model)}", heading, hosted, charts, chart_notes,
+                        slo_table(review, model) if rows else None, notes, folds)
 
 
-def _note(text: str) -> str:
-    return f'<p class="note">{html.escape(text)}</p>'
+def document(review: Review) -> dict[str, Any]:
+    """What both templates print, in order: the verdict and the answer lines, the cost per MTok over the days (one
+    chart for every model), a section per model, the glossary."""
+    history = [r for r in review.cost_history if r["day"] <= review.day]
+    cost = [(cost_chart(history, review.day), "Cost per million output tokens of compliant requests, per "
+                                              "deployment, on every published day up to "
+                                              f"{review.day.isoformat()} (a day not published is a gap).")
+            ] if _cost_series(history) else []
+    judged = _judged_verdicts(review)
+    return {
+        "title": f"Capacity review {review.day.isoformat()}",
+        "lede": LEDE,
+        "verdict": verdict_table(review) if judged else None,
+        "legend": VERDICTS,
+        "answers": answer_lines(review),
+        "verdict_notes": verdict_notes(review),
+        "cost_charts": cost,
+        "cost_notes": cost_notes(review),
+        "models": [_model_section(review, m, hosted=False) for m in _models(review)]
+                  + [_model_section(review, m, hosted=True) for m in _hosted_models(review)],
+        "glossary": GLOSSARY,
+    }
+
+
+def tables(review: Review) -> Iterator[Table]:
+    """Every table of the review, in document order (the HTML and the Markdown print the same ones)."""
+    doc = document(review)
+    if doc["verdict"] is not None:
+        yield doc["verdict"]
+    for section in doc["models"]:
+        if section.slo is not None:
+            yield section.slo
+        for fold in section.folds:
+            yield from (b for b in fold.blocks if isinstance(b, Table))
+
+
+# --- rendering (tokenledger/report/templates/) ------------------------------------------------------------------------
+
+def _md_cell(text: Any) -> str:
+    """A table cell or line: HTML-escaped (Markdown is often rendered as HTML), pipes escaped, on one line."""
+    return html.escape(str(text), quote=False).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+@cache
+def _environment(markdown: bool) -> jinja2.Environment:
+    """The templates' environment: HTML autoescaped (a Fig, Text or Term prints its own marked-up HTML), Markdown
+    with the `md` filter escaping each cell."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=not markdown,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["md"] = _md_cell
+    env.tests["table"] = lambda block: isinstance(block, Table)
+    env.tests["sub"] = lambda block: isinstance(block, Sub)
+    return env
 
 
 def render_html(review: Review) -> str:
     """The review as one self-contained HTML page (inline CSS and SVG, nothing fetched), its verdict first."""
-    title = f"Capacity review {review.day.isoformat()}"
-    parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)} (UTC)</h1>"]
-    in_verdict = False
-    for block in document(review):
-        if isinstance(block, Section):
-            in_verdict = block.id == "verdict"
-            parts.append("</section>" if block.close else f'<section id="{html.escape(block.id)}">')
-        elif isinstance(block, Heading):
-            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
-        elif isinstance(block, Charts):
-            if block.figures:
-                parts.append('<div class="charts">' + "".join(_figure(*f) for f in block.figures) + "</div>"
-                             if len(block.figures) > 1 or block.notes else _figure(*block.figures[0]))
-            parts += [_note(n) for n in block.notes]
-        elif isinstance(block, Lede):
-            parts.append(f'<p class="lede">{html.escape(block.text)}</p>')
-        elif isinstance(block, SideBySide):
-            if block.tables:
-                parts.append('<div class="tables">' + "".join(_html_table(t) for t in block.tables) + "</div>")
-        elif isinstance(block, Table):
-            parts.append(_html_table(block, "verdict" if in_verdict else ""))
-        else:
-            parts.append(_note(block))
-    parts.append("</body></html>\n")
-    return "".join(parts)
-
-
-def _md_cell(text: str) -> str:
-    """A table cell: HTML-escaped (Markdown is often rendered as HTML), pipes escaped, on one line."""
-    return html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(table: Table) -> str:
-    lines = [f"**{_md_cell(table.caption)}**", "",
-             "| " + " | ".join(_md_cell(h) for h in table.header) + " |",
-             "|" + "|".join("---:" if i in table.numeric else "---" for i in range(len(table.header))) + "|"]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines) + "\n"
+    return _environment(False).get_template("review.html.j2").render(**document(review))
 
 
 def render_markdown(review: Review) -> str:
-    """The review's tables and lines as Markdown (no charts), its verdict first."""
-    parts = [f"# Capacity review {review.day.isoformat()} (UTC)", ""]
-    for block in document(review):
-        if isinstance(block, Heading) and not block.html_only:
-            parts += [f"{'#' * block.level} {_md_cell(block.text)}", ""]
-        elif isinstance(block, Lede):
-            parts += [_md_cell(block.text), ""]
-        elif isinstance(block, SideBySide):
-            parts += [_md_table(t) for t in block.tables]
-        elif isinstance(block, Table):
-            parts.append(_md_table(block))
-        elif isinstance(block, str):
-            parts.append(_md_cell(block) + "\n")
-    return "\n".join(parts)
-
-
-def tables(review: Review) -> Iterable[Table]:
-    """Every table of the review, in document order (the HTML and the Markdown print the same ones)."""
-    for block in document(review):
-        if isinstance(block, Table):
-            yield block
-        elif isinstance(block, SideBySide):
-            yield from block.tables
+    """The review's tables and lines as Markdown (no charts, nothing folded), its verdict first."""
+    return _environment(True).get_template("review.md.j2").render(**document(review))
