@@ -12,6 +12,9 @@ deployments, the two on-premises ones included), and a credit of -12 a day over 
 
 from __future__ import annotations
 
+import html
+import json
+import re
 from collections.abc import Iterator
 from datetime import date
 from decimal import Decimal
@@ -228,3 +231,128 @@ def test_each_cost_table_has_its_contract_columns(cost_week, ref: TableRef) -> N
         # every finance table but the provider cost reconciliation (Parquet only) is also a CSV per day
         assert len(list(exported.glob("day=*/data.parquet"))) == 7
         assert len(list(spreadsheets.glob("*.csv"))) == (7 if ref.csv_export else 0)
+
+
+# --- the capacity review of every day, figure by figure (issue 57 items 2 and 3) -------------------------------------
+
+_SPAN = re.compile(r"<span ([^>]*)>([^<]*)</span>")
+_ATTR = re.compile(r'([\w-]+)="([^"]*)"')
+
+
+def _figures(page: str) -> list[dict[str, str]]:
+    """Every marked figure of a review page: its data attributes and its text, as a reader reads them."""
+    out = []
+    for attrs, text in _SPAN.findall(page):
+        found = {k: html.unescape(v) for k, v in _ATTR.findall(attrs)}
+        if "data-table" in found or "data-derived" in found:
+            out.append({**found, "text": html.unescape(text)})
+    return out
+
+
+def _published_rows(home: Path) -> dict[tuple[str, ...], dict]:
+    """Every row of the tables a review cites, keyed by (table, day, its key columns in TABLE_KEYS' order)."""
+    from tokenledger.report.review import TABLE_KEYS
+
+    rows: dict[tuple[str, ...], dict] = {}
+    for qualified, keys in TABLE_KEYS.items():
+        if "." not in qualified:
+            continue
+        schema, name = qualified.split(".")
+        with _connect(home, TableRef(schema, name)) as con:
+            cursor = con.execute(f"SELECT * FROM {name}")
+            names = [d[0] for d in cursor.description]
+            for values in cursor.fetchall():
+                row = dict(zip(names, values, strict=True))
+                rows[(qualified, str(row["day"]), *(str(row[k]) for k in keys))] = row
+    return rows
+
+
+def _visible_text(fragment: str) -> str:
+    fragment = re.sub(r"<svg.*?</svg>", " ", fragment, flags=re.S)
+    fragment = re.sub(r"<(style|title)>.*?</\1>", " ", fragment, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+# Digits the review's own words carry (not figures): P99, 1M input tokens, N+1's N, 28 days and 14 published days
+# of the growth forecast, the bucket names' 4k and 128k, UTC.
+_STATIC_NUMBERS = re.compile(r"\bP(10|50|90|99)\b|\bE2E\b|\b1M\b|\b28 days\b|\b14 published days\b|\bthe last 28\b")
+
+
+def test_every_figure_of_every_review_is_its_published_cell(week: Path) -> None:
+    """Every day of the week: each figure the review prints is the published cell it names, formatted as the
+    review formats it; each verdict is infra.capacity_verdict_daily's words and colour, and every judged deployment
+    has its row; a bucket not judged never reads 'missed'; no line beside an SLO table that says missed says 'met';
+    and no number is printed without its cell (beyond the review's own words)."""
+    from tokenledger.capacity.day import review_of_day
+    from tokenledger.config import load_config
+    from tokenledger.publish.versions import manifest_path
+    from tokenledger.report.review import shown
+    from tokenledger.storage.duck import compute_connection
+    from tokenledger.storage.lake import DayWindow
+    from tokenledger.storage.layout import HomeLayout
+
+    rows = _published_rows(week)
+    layout = HomeLayout.of(week)
+    checked = 0
+    for offset in range(7):
+        day = date(2026, 11, 16 + offset)
+        page = (week / "reports" / f"capacity-review-{day}.html").read_text()
+        markdown = (week / "reports" / f"capacity-review-{day}.md").read_text()
+        run_id = json.loads(manifest_path(layout, day).read_text())["run_id"]
+        with compute_connection(week / "tmp" / "test-week-review") as con:
+            load_config(con, layout)
+            policy = review_of_day(con, layout, DayWindow(day), run_id).policy
+        for fig in _figures(page):
+            where = (str(day), fig.get("data-table"), fig.get("data-column"), fig.get("data-key"))
+            assert fig["text"] in markdown or html.escape(fig["text"], quote=False) in markdown, where
+            if "data-derived" in fig:
+                # The growth forecast needs 14 published days; the week has `offset + 1` up to the day.
+                assert fig["data-derived"] == "published days" and fig["text"] == str(offset + 1), where
+                continue
+            table, column, kind = fig["data-table"], fig["data-column"], fig["data-format"]
+            if table == "run":
+                assert fig["text"] == run_id, where
+                continue
+            key = fig["data-key"].split("|") if fig["data-key"] else []
+            if table == "policy":
+                limits = policy[key[0]]
+                row = next(b for b in limits["isl_buckets"] if b["isl_bucket"] == key[1]) if len(key) > 1 else limits
+            else:
+                row = rows[(table, fig.get("data-day", str(day)), *key)]
+            value = row[column]
+            if column == "all_met" and kind == "met":  # a bucket with too few judged requests is not judged
+                judged = row["isl_bucket"] == "all" or row["attainment_met"] is not None
+                value = value if judged else None
+            assert fig["text"] == shown(value, kind, fig.get("data-currency")), (where, value)
+            if "data-verdict" in fig:
+                assert column == "verdict_text" and fig["data-verdict"] == row["verdict"], where
+            checked += 1
+        # Every deployment of a model with requests has its verdict row, in its words and colour.
+        verdicts = {tuple(f["data-key"].split("|")) for f in _figures(page)
+                    if f.get("data-column") == "verdict_text" and f.get("data-verdict")}
+        tokens = sql_literal(lake.table_glob(week / "lake", "infra", "token_split_daily"))
+        with _connect(week, TableRef("infra", "capacity_verdict_daily")) as con:
+            expected = set(con.execute(
+                "SELECT v.model, v.deployment_id FROM capacity_verdict_daily v WHERE v.day = $day AND EXISTS ("
+                f"SELECT 1 FROM read_parquet({tokens}) t WHERE t.day = v.day AND t.model = v.model AND t.requests > 0)",
+                {"day": day}).fetchall())
+        assert verdicts == expected, day
+        # Per model: no line says 'met' where its SLO table says missed.
+        for section in re.findall(r'<section id="model-[^"]+">.*?</section>', page, re.S):
+            screen = re.sub(r"<details>.*?</details>", "", section, flags=re.S)
+            slo = [f["text"] for f in _figures(screen) if f.get("data-column") == "all_met"]
+            lines = [_visible_text(n) for n in re.findall(r'<p class="note">(.*?)</p>', screen, re.S)]
+            if "missed" in slo:
+                assert not [n for n in lines if re.search(r"\bmet\b", n)], (day, lines)
+        # No number outside a marked figure: the page's text without its figures, charts and glossary.
+        body = page[page.index("<body>"):page.index('<section id="glossary">')]
+        body = _SPAN.sub(lambda m: " " if "data-table=" in m.group(1) or "data-derived=" in m.group(1) else m.group(0),
+                         body)
+        text = _STATIC_NUMBERS.sub(" ", _visible_text(body))
+        text = text.replace(str(day), " ")
+        # Names are not figures: models, deployments, ISL buckets and what-if scenarios (longest first).
+        names = {v for (_, _, *key) in rows for v in key if re.search(r"[a-z]", v)}
+        for name in sorted(names, key=len, reverse=True):
+            text = text.replace(name, " ")
+        assert not re.findall(r"\d[\d,.]*", text), (day, re.findall(r".{30}\d[\d,.]*.{30}", text)[:10])
+    assert checked > 7 * 300

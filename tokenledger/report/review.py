@@ -126,13 +126,15 @@ def shown(value: Any, kind: str = "number", currency: str | None = None) -> str:
     """A figure as the review prints it: `fmt`'s kinds and the review's own: text (as published), met (a
     commitment: met, missed, not judged), rule (a sizing in words), hour ('14:00'), hhmm (a time of day), g (a
     target as given: 0.99), times (an overstatement: 2.5×), to_one (a ratio: 26 : 1), signed_money_mtok (+0.0649
-    USD), minutes (seconds as minutes), one_in (a sampling rate: 1/9), gpus_short (2, 1.5), basis (the peak's
-    basis in words)."""
+    USD), corr (a correlation, 2 decimals), minutes (seconds as minutes), one_in (a sampling rate: 1/9),
+    gpus_short (2, 1.5), basis (the peak's basis in words). A boolean prints as yes or no."""
     missing = value is None or (isinstance(value, float) and math.isnan(value))
     if kind == "met":
         return "not judged" if missing else "met" if value else "missed"
     if missing:
         return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if kind == "text":
         return str(value)
     if kind == "rule":
@@ -151,6 +153,8 @@ def shown(value: Any, kind: str = "number", currency: str | None = None) -> str:
         return f"{value:,.0f} : 1"
     if kind == "signed_money_mtok":
         return ("+" if value > 0 else "") + fmt(value, "money_mtok", currency)
+    if kind == "corr":
+        return f"{value:.2f}"
     if kind == "minutes":
         return f"{value / 60:g} min"
     if kind == "one_in":
@@ -664,9 +668,9 @@ def workload_table(review: Review, model: str) -> Table:
         rows.append([name, fig(tok, TOKENS, f"{key}_mean", "tokens"),
                      *[fig(tok, TOKENS, f"{key}_p{q}", "tokens") for q in (10, 50, 90, 99)],
                      fig(tok, TOKENS, f"{key}_max", "tokens")])
-    corr = tok.get("isl_osl_correlation")
-    caption = (f"Workload of {model}: {fmt(tok.get('workload_requests'), 'int')} requests served in full"
-               + (f", ISL-OSL correlation {corr:.2f}" if corr is not None else ""))
+    caption = Text(f"Workload of {model}: ", fig(tok, TOKENS, "workload_requests", "int"), " requests served in full",
+                   Text(", ISL-OSL correlation ", fig(tok, TOKENS, "isl_osl_correlation", "corr"))
+                   if tok.get("isl_osl_correlation") is not None else "")
     return Table(caption, ["length", "mean", "P10", "P50", "P90", "P99", "max"], rows, numeric={1, 2, 3, 4, 5, 6})
 
 
@@ -1083,7 +1087,7 @@ def _validation_item(review: Review, cap: Row) -> Text:
     return Text("measured by a load test" if source == "loadtest" else "demonstrated from production logs"
                 if source == "demonstrated" else "no capacity figure", ": ",
                 fig(cap, CAP, "capacity_note", "text"), ". Load-test run ",
-                fig(cap, CAP, "loadtest_run_id", "text", text=cap.get("loadtest_run_id") or "none"),
+                fig(cap, CAP, "loadtest_run_id", "text") if cap.get("loadtest_run_id") else "none",
                 "; figures published by Dagster run ",
                 fig({"run_id": review.published_run_id}, "run", "run_id", "text"), ", review written by run ",
                 fig({"run_id": review.run_id}, "run", "run_id", "text"), "; price version ",
@@ -1115,7 +1119,7 @@ def figures_table(review: Review, cap: Row) -> Table:
     items: list[tuple[Cell, Cell]] = [
         ("capacity goodput per GPU (tok/s)", fig(cap, CAP, "capacity_goodput_per_gpu", "rate")),
         ("capacity source", fig(cap, CAP, "capacity_source", "text")),
-        ("capacity verified", fig(cap, CAP, "capacity_verified", "text", text=fmt(cap.get("capacity_verified")))),
+        ("capacity verified", fig(cap, CAP, "capacity_verified", "text")),
         ("highest load-test rate within SLO (req/s)", fig(cap, CAP, "lambda_slo_max", "rate")),
         ("goodput per GPU, the day (tok/s)", fig(cap, CAP, "goodput_per_gpu", "rate")),
         ("goodput per watt, the day (tok/s per W)", fig(cap, CAP, "goodput_per_watt", "rate")),
