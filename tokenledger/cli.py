@@ -343,7 +343,8 @@ def summarize_warning(message: str, home: str | Path, limit: int = 200) -> str:
 
 
 def print_published(layout: HomeLayout, start: date, end: date) -> None:
-    """What the range published and where: rows per table, the reconciliation, the quarantine."""
+    """What the range published and where: rows per table, the reconciliation, where to query them; then the
+    answer (tokenledger/publish/answer.py): $/MTok and the verdict per model over the range, and each day's review."""
     import duckdb
 
     from tokenledger.catalog import PUBLISHED_TABLES, TRACES, TREND
@@ -379,10 +380,6 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
             rows = con.execute("SELECT count(*) FROM read_parquet($f, hive_partitioning = false)",
                                {"f": literal_path(path)}).fetchone()[0]
             print(f"  {whole.qualified:<{width}} {span} {rows:>12,} rows")
-    reports = sorted(layout.reports.glob("capacity-review-*.html"))
-    if reports:
-        print(f"\nCapacity review reports in {layout.shown(layout.reports)}: {reports[0].name} ... {reports[-1].name} "
-              f"({len(reports)}, each also as .md)")
     recon = [literal_path(f) for i in range((end - start).days + 1)
              if (f := lake.day_file(exports, "quality", "ingest_reconciliation_daily",
                                     start + timedelta(days=i))).is_file()]
@@ -401,6 +398,10 @@ def print_published(layout: HomeLayout, start: date, end: date) -> None:
     home = shlex.quote(layout.name)  # pasted into a shell as it is, a space or a quote in it too
     print(f"\nQuery them: tokenledger sql --home {home} \"SELECT * FROM quality.quarantine\" (or in Python, "
           f"tokenledger.publish.warehouse.connect({layout.name!r})). The Dagster UI: tokenledger ui --home {home}")
+    # Last, where the eye lands: the answer, from the published tables (the capacity reviews listed there, once each).
+    from tokenledger.publish.answer import answer, answer_lines
+
+    print("\n" + "\n".join(answer_lines(answer(layout, start, end))))
 
 
 def _check_range(start: date, end: date, end_given: bool = True) -> None:
