@@ -15,7 +15,7 @@ DEMO_SEED ?= 7
 $(BIN)/.installed-dev: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install -qq -c constraints.txt -e '.[dev]'
 	touch $@
 
 demo: $(BIN)/.installed-dev

@@ -96,7 +96,7 @@ def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
 @table_asset("infra.capacity_plan_daily")
 def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The capacity plan: planning peak, Little's law, the least Erlang C slots for the wait target, replicas by
-    Erlang C and by seed 000's rule, the policy's headroom itemized, seed 002's sizing (peak token rate / goodput
+    Erlang C and by the rule of thumb, the policy's headroom itemized, the goodput sizing (peak token rate / goodput
     per GPU x headroom) beside it, the Lag in GPUs, and GPUs needed against GPUs deployed.
 
     Grain: day x model x deployment_id (every deployment in force). Source: core.gateway_requests,
@@ -126,8 +126,8 @@ def capacity_verdict_daily(context: dg.AssetExecutionContext, ledger: LedgerReso
           kinds={"html", "markdown"}, partitions_def=daily_partitions, backfill_policy=single_run,
           group_name="capacity")
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
-    """The day's capacity review (seed 002's template), led by a verdict per model, then one section per model and
-    configuration, with charts: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
+    """The day's capacity review, led by the verdict of every deployment (infra.capacity_verdict_daily), then one
+    screen per model with its charts and its details folded, and a glossary: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
 
     Written before the day is published, from the day's finished tables, and published with them in one switch
     (publish/exports): a day whose review fails is not published, and a published day always has its review.

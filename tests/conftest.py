@@ -143,7 +143,8 @@ SLOW_MODULES = {
     "test_whatif.py": 46, "test_demo_fleet.py": 45, "test_lru.py": 38, "test_codex.py": 37, "test_api_pricing.py": 37,
     "test_otel.py": 33, "test_gpu.py": 30, "test_exports_datasets.py": 27, "test_schedule_sensor.py": 25,
     "test_cli_messages.py": 25, "test_adapters.py": 24, "test_ingest_billing.py": 20, "test_faults.py": 18,
-    "test_loadtest_vllm.py": 15, "test_errors.py": 13,
+    "test_loadtest_vllm.py": 15, "test_errors.py": 13, "test_fault_suite.py": 130, "test_demo_answer.py": 55,
+    "test_charts.py": 20,
 }
 
 

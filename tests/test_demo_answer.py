@@ -115,14 +115,14 @@ def test_each_verdict_is_the_verdict_tables(demo) -> None:
         day, verdict, text = days[-1]
         at = next(i for i, line in enumerate(block) if re.match(rf"  {re.escape(name)}\s", line))
         following = block[at + 1:]
-        assert following[0] == f"    {day} {verdict}: {text}", (key, block)
+        assert following[0] == f"    {day}: {text}", (key, block)
         count = Counter(v for _, v, _ in days)
         if len(count) > 1:
-            parts = following[1].removeprefix("    days: ").split(", ")
-            said = {v: int(n) for n, v in (part.split(" ") for part in parts)}
+            parts = following[1].removeprefix("    days per verdict: ").split(", ")
+            said = {v: int(n) for v, n in (part.split(" ") for part in parts)}
             assert said == count, (key, following[1])
         else:
-            assert not following[1].startswith("    days: ")
+            assert not following[1].startswith("    days per verdict: ")
 
 
 def test_each_days_review_is_listed_once_and_exists(demo) -> None:

@@ -18,7 +18,8 @@ from tokenledger.capacity.day import report_paths, review_of_day
 from tokenledger.config import load_config
 from tokenledger.generate import generate_landing_zone
 from tokenledger.publish.versions import manifest_path
-from tokenledger.report.review import Review, _md_cell, _tick, fmt, render_html, render_markdown, tables
+from tokenledger.report.charts import tick
+from tokenledger.report.review import Review, _md_cell, fmt, render_html, render_markdown, tables
 from tokenledger.storage import lake
 from tokenledger.storage.duck import compute_connection
 from tokenledger.storage.lake import DayWindow
@@ -191,4 +192,4 @@ def test_every_text_is_escaped() -> None:
 
 def test_axis_labels_are_plain_digits() -> None:
     """The axis tops are 1, 2, 2.5 or 5 times a power of ten: a $/MTok axis up to 1,000 read '1e+03' before."""
-    assert [_tick(v) for v in (0, 0.25, 62.5, 250, 1000, 12_500)] == ["0", "0.25", "62.5", "250", "1,000", "12,500"]
+    assert [tick(v) for v in (0, 0.25, 62.5, 250, 1000, 12_500)] == ["0", "0.25", "62.5", "250", "1,000", "12,500"]

@@ -12,13 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.test_charts import _fill
 from tests.test_report_verdict import _cap, _plan, _review, _slo
+from tokenledger.report.charts import GREEN, RED, attainment_figure
 from tokenledger.report.review import (
     GLOSSARY,
-    PALETTE,
     TEMPLATES,
     Review,
-    attainment_chart,
     figures_table,
     render_html,
     render_markdown,
@@ -121,13 +121,6 @@ def test_a_gap_on_a_lower_bound_capacity_says_at_most() -> None:
                                                             "headroom policy (2.50 needed)")
 
 
-GREEN, RED = PALETTE[2], PALETTE[6]
-
-
-def _bars(svg: str) -> list[str]:
-    return re.findall(r'<rect x="[0-9.]+" y="[0-9.]+" width="[0-9.]+" height="[0-9.]+" fill="([^"]+)"', svg)
-
-
 def _slo_table(review: Review):
     return next(t for t in tables(review) if str(t.caption).startswith("SLO"))
 
@@ -137,10 +130,11 @@ def test_a_bucket_that_missed_its_success_rate_is_not_drawn_green() -> None:
     # 0.9995, so the SLO table says "missed"; the chart drew it green.
     rows = [_slo("0-4k"), _slo("32k-128k", attainment=0.9925, success_rate=0.9988, success_rate_met=False,
                                all_met=False), _slo("all", success_rate_met=False, all_met=False)]
-    svg = attainment_chart("m", rows, 0.99)
-    assert _bars(svg) == [GREEN, RED]
+    chart = attainment_figure("m", rows, 0.99)
+    svg = chart.svg()
+    assert [_fill(chart, svg, f"bar-{b}") for b in ("0-4k", "32k-128k")] == [GREEN, RED]
     # The bar says why under it, in the words of the commitment.
-    assert re.search(r'<text [^>]*style="fill: ' + RED + '"[^>]*>success rate</text>', svg)
+    assert re.search(rf'<g id="{chart.id("missed-32k-128k-0")}"><text [^>]*fill: {RED}[^>]*>success rate</text>', svg)
     assert _slo_table(_review(rows)).column("verdict") == ["met", "missed", "missed"]
 
 
@@ -152,7 +146,7 @@ def test_a_bucket_not_judged_is_never_missed() -> None:
     review = _review(rows)
     assert _slo_table(review).column("verdict") == ["not judged", "met", "met"]
     assert _row(review)["verdict"].startswith("SLO met")
-    svg = attainment_chart("m", rows, 0.99)
+    svg = attainment_figure("m", rows, 0.99).svg()
     assert "0-4k (not judged)" in svg and "success rate" not in re.sub(r"<title>.*?</title>", "", svg)
     page = render_html(review)
     assert '<td class="muted"><span data-table="infra.slo_daily" data-column="all_met" data-key="m|0-4k"' in page

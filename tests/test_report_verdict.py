@@ -15,10 +15,7 @@ import pytest
 from tests.verdict_sql import review_verdict_rows
 from tokenledger.report.review import (
     Review,
-    attainment_chart,
-    cost_chart,
     growth_forecast,
-    load_chart,
     render_html,
     render_markdown,
     verdict_table,
@@ -129,66 +126,6 @@ def test_a_growth_forecast_needs_fourteen_days_and_fits_a_line() -> None:
 def _points(svg: str) -> list[list[tuple[float, float]]]:
     return [[tuple(map(float, p.split(","))) for p in m.split()]
             for m in re.findall(r'<polyline points="([^"]+)"', svg)]
-
-
-def test_the_cost_trend_is_on_a_date_axis_with_gaps() -> None:
-    days = [DAY - timedelta(days=9), DAY - timedelta(days=8), DAY - timedelta(days=7), DAY]
-    history = [{"day": d, "model": "m", "deployment_id": "m-a", "currency": "USD", "cost_per_mtok_goodput": v}
-               for d, v in zip(days, (2.0, 2.5, 3.0, 2.2), strict=True)]
-    svg = cost_chart(history, DAY)
-    xs = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg)]
-    # Day 3 to day 10 is 7 days: seven times the step of one day, not one step.
-    # (Coordinates are printed to 0.1 px: seven steps carry up to 7 x 0.05 of rounding.)
-    assert xs[3] - xs[2] == pytest.approx(7 * (xs[1] - xs[0]), abs=0.5)
-    # The line joins days 1-3 only; day 10 stands alone, so the six missing days show as a gap.
-    assert [len(line) for line in _points(svg)] == [3]
-    assert "log scale" not in svg
-
-
-def test_models_ten_times_apart_share_a_log_scale() -> None:
-    history = [{"day": DAY - timedelta(days=k), "model": m, "deployment_id": m, "currency": "USD",
-                "cost_per_mtok_goodput": v} for k in range(3) for m, v in (("small", 0.4), ("big", 6.0))]
-    svg = cost_chart(history, DAY)
-    assert "$/MTok under SLO (log scale)" in svg
-    # Ticks on the decades 0.1, 1 and 10 (with 2 and 5 between): 0.4 and 6 both sit clear of the bottom.
-    labels = re.findall(r'text-anchor="end">([^<]+)</text>', svg)
-    assert {"0.1", "1", "10"} <= set(labels)
-    ys = sorted({float(y) for y in re.findall(r'<circle cx="[0-9.]+" cy="([0-9.]+)"', svg)})
-    assert len(ys) == 2 and ys[1] - ys[0] > 60
-
-
-def _boxes(svg: str) -> tuple[list[tuple[float, float, float, float]], list[tuple[str, float, float, float, float]]]:
-    """Bars (every rect but the over-capacity shading) and text boxes, estimated at 7.2 px a character (12 px
-    font) and 12 px high above the baseline."""
-    bars = [tuple(float(v) for v in m) for m in re.findall(
-        r'<rect x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="(?!#fde2e2)', svg)]
-    texts = []
-    for x, y, anchor, label in re.findall(r'<text x="([0-9.]+)" y="([0-9.]+)" text-anchor="(\w+)"[^>]*>([^<]*)<',
-                                          svg):
-        width = 7.2 * len(label)
-        left = float(x) - {"start": 0, "middle": width / 2, "end": width}[anchor]
-        texts.append((label, left, float(y) - 12, width, 14.0))
-    return bars, texts
-
-
-@pytest.mark.parametrize("chart", ["attainment", "load", "cost"])
-def test_no_label_overlaps_a_bar(chart: str) -> None:
-    if chart == "attainment":
-        svg = attainment_chart("m", [_slo("0-4k", attainment=1.0), _slo("4k-32k", attainment=0.982,
-                                                                          attainment_met=False), _slo("all")], 0.99)
-    elif chart == "load":
-        svg = load_chart("m", [{"hour": h, "output_token_rate": 50.0 + 10 * h, "capacity_token_rate": 200.0,
-                                "over_capacity": 50 + 10 * h > 200} for h in range(24)])
-    else:
-        svg = cost_chart([{"day": DAY - timedelta(days=k), "model": "m", "deployment_id": f"m-{j}",
-                           "currency": "USD", "cost_per_mtok_goodput": 1.0 + j} for k in range(5) for j in range(3)],
-                         DAY)
-    bars, texts = _boxes(svg)
-    assert bars and texts
-    for label, left, top, width, height in texts:
-        for bx, by, bw, bh in bars:
-            overlap = left < bx + bw and bx < left + width and top < by + bh and by < top + height
-            assert not overlap, (chart, label, (bx, by, bw, bh))
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="needs Chromium (Debian's chromium package: /usr/bin/chromium)")

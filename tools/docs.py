@@ -246,11 +246,13 @@ def render_tables() -> str:
         "",
         "`reports/capacity-review-YYYY-MM-DD.html` and `.md`: the day's capacity review, written from the day's "
         "tables above and published with them in the same switch (a published day always has its review; a day "
-        "whose review fails is not published). It leads with one verdict row per self-hosted model (SLO met or "
-        "which figure missed, GPUs needed against GPUs in force, $/MTok under SLO, the capacity basis, hours over "
-        "capacity) and one per hosted-API model (requests, the token split with its cache share, $/MTok delivered "
-        "and under SLO, latency where the logs carry it, no capacity: provider-managed), then per model the SLO, "
-        "workload, baseline, peak, failure, lag, headroom and validation items, with charts; a section without data "
+        "whose review fails is not published). It leads with the verdict table, one row per deployment, hosted-API "
+        "ones included, printed from `infra.capacity_verdict_daily` (its words in a colour per verdict: ok, policy, "
+        "short, SLO missed), with $/MTok delivered and under SLO, good tokens a day, GPUs needed against GPUs in "
+        "force, hours over capacity and the capacity basis; then the cost per MTok over the days, and per model one "
+        "screen: demand against capacity by hour, attainment by ISL bucket and the SLO table, with the capacity "
+        "template, figures, latency, workload, input split and cache what-if folded under it; a glossary defines "
+        "every term it uses. Every figure carries the table and column it came from. A section without data "
         "is left out with one line saying why. See [the decision record](adr/0077-the-capacity-review.md).",
         "",
     ]

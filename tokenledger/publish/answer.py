@@ -146,9 +146,9 @@ def answer_lines(found: Answer) -> list[str]:
             lines.append(f"  {name:<{width}}  {_money(cost.per_mtok_delivered, cost.currency, 'delivered')}, "
                          f"{_money(cost.per_mtok_goodput, cost.currency, 'under SLO')}, over {_days(cost.days)}")
         if d.verdict is not None:
-            lines.append(f"    {d.last_day} {d.verdict}: {d.verdict_text}")
+            lines.append(f"    {d.last_day}: {d.verdict_text}")
             if len(d.verdict_days) > 1:
-                lines.append("    days: " + ", ".join(f"{n} {v}" for v, n in d.verdict_days.items()))
+                lines.append("    days per verdict: " + ", ".join(f"{v} {n}" for v, n in d.verdict_days.items()))
     if found.reviews:
         lines.append("Capacity reviews, one per day (each also as .md):")
         lines += [f"  {review}" for review in found.reviews]

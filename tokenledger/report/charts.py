@@ -53,7 +53,7 @@ INK, MUTED, GRID = "#1f2933", "#52606d", "#e4e7eb"
 # A model's two charts share the page's width side by side; the fleet's cost chart takes all of it. The viewBox is
 # the size the chart is drawn at on a 1400 px screen (matplotlib's SVG unit is 1/72 inch: a figure of W/72 inches
 # at 72 dpi is W units wide), so the 12 px labels print at about 12 px.
-W, H, WIDE = 600, 260, 1200
+W, H, WIDE = 600, 200, 600
 NO_CAPACITY = "no capacity figure"
 PROVIDER_MANAGED = "provider-managed: no capacity line"
 
@@ -318,17 +318,26 @@ _BUCKET_COMMITMENTS = (("attainment_met", "attainment"), ("success_rate_met", "s
                        ("queue_p99_met", "P99 queue"), ("itl_p99_met", "P99 ITL"), ("tpot_p99_met", "P99 TPOT"))
 
 
+def bucket_judged(row: Row) -> bool:
+    """An ISL bucket is judged when it had enough judged requests (infra.slo_daily.attainment_met not NULL); the
+    model's 'all' row is judged on whatever its commitments could be given."""
+    return row["isl_bucket"] == "all" or row.get("attainment_met") is not None
+
+
 def bucket_verdict(row: Row) -> bool | None:
-    """A bucket's colour in the attainment chart: None (pale, "not judged") when its attainment was not judged
-    (attainment_met NULL: fewer judged requests than the policy's minimum), else its verdict as the SLO table
-    prints it (all_met: every commitment), its attainment's where a row has no all_met."""
-    if row.get("attainment_met") is None:
+    """A bucket's verdict as the SLO table prints it: None (not judged) for a bucket with too few judged requests,
+    whatever its other figures, as the verdict never counts such a bucket; else all_met (every commitment), its
+    attainment's where a row has no all_met."""
+    if not bucket_judged(row):
         return None
-    return row["all_met"] if row.get("all_met") is not None else row["attainment_met"]
+    return row["all_met"] if row.get("all_met") is not None else row.get("attainment_met")
 
 
 def bucket_misses(row: Row) -> list[str]:
-    """The commitments a bucket missed, in words ('success rate', 'P99 queue')."""
+    """The commitments a judged bucket missed, in words ('success rate', 'P99 queue'); none for a bucket not
+    judged."""
+    if not bucket_judged(row):
+        return []
     return [label for key, label in _BUCKET_COMMITMENTS if row.get(key) is False]
 
 

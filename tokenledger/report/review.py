@@ -25,19 +25,26 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from tokenledger.report.charts import (
+    NO_CAPACITY,
+    PROVIDER_MANAGED,
+    attainment_chart,
+    bucket_verdict,
+    cost_chart,
+    load_chart,
+)
+
 Row = Mapping[str, Any]
 
-PALETTE = ("#1f5fa8", "#c2410c", "#15803d", "#7c3aed", "#b45309", "#0f766e", "#be123c", "#4d7c0f")
-OVER = "#fde2e2"
 # The policy's peak_basis in words (the review and the plan's note).
 PEAK_BASIS = {"busiest_5min": "busiest 5 minutes", "busiest_hour": "busiest hour"}
 TEMPLATES = Path(__file__).parent / "templates"
@@ -561,33 +568,6 @@ def verdict_notes(review: Review) -> list[Text | str]:
 
 
 # --- SLO per ISL bucket -----------------------------------------------------------------------------------------------
-
-_BUCKET_COMMITMENTS = (("attainment_met", "attainment"), ("success_rate_met", "success rate"),
-                       ("queue_p99_met", "P99 queue"), ("itl_p99_met", "P99 ITL"), ("tpot_p99_met", "P99 TPOT"))
-
-
-def bucket_judged(row: Row) -> bool:
-    """An ISL bucket is judged when it had enough judged requests (infra.slo_daily.attainment_met not NULL); the
-    model's 'all' row is judged on whatever its commitments could be given."""
-    return row["isl_bucket"] == "all" or row.get("attainment_met") is not None
-
-
-def bucket_verdict(row: Row) -> bool | None:
-    """A bucket's verdict as the SLO table prints it: None (not judged) for a bucket with too few judged requests,
-    whatever its other figures, as the verdict never counts such a bucket; else all_met (every commitment), its
-    attainment's where a row has no all_met."""
-    if not bucket_judged(row):
-        return None
-    return row["all_met"] if row.get("all_met") is not None else row.get("attainment_met")
-
-
-def bucket_misses(row: Row) -> list[str]:
-    """The commitments a judged bucket missed, in words ('success rate', 'P99 queue'); none for a bucket not
-    judged."""
-    if not bucket_judged(row):
-        return []
-    return [label for key, label in _BUCKET_COMMITMENTS if row.get(key) is False]
-
 
 def slo_table(review: Review, model: str) -> Table:
     """The commitments per ISL bucket beside what the day measured (infra.slo_daily): TTFT limit, requests,
@@ -1204,229 +1184,6 @@ def attainment_note(review: Review, model: str) -> str | None:
     else:
         why = "no ISL bucket has an attainment figure"
     return f"No attainment chart for {model}: {why}."
-
-
-# --- charts (inline SVG) -------------------------------------------------------------------------------------------
-
-# A model's two charts share the page's width side by side (W each); the fleet's cost chart takes all of it (WIDE).
-# The SVG scales to its column, so the viewBox width is the width it is drawn at on a 1400 px screen and the
-# 12 px labels print at about 12 px.
-W, H = 600, 260
-WIDE = 1200
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 18, 40
-
-
-def _svg(kind: str, title: str, body: list[str], width: int = W, height: int = H) -> str:
-    return (f'<svg class="chart chart-{kind}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-            f'height="{height}"><title>{html.escape(title)}</title>' + "".join(body) + "</svg>")
-
-
-def _text(x: float, y: float, text: str, anchor: str = "middle", **attrs: str) -> str:
-    extra = "".join(f' {k.replace("_", "-")}="{html.escape(v)}"' for k, v in attrs.items())
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{extra}>{html.escape(text)}</text>'
-
-
-def _nice_max(value: float) -> float:
-    if value <= 0:
-        return 1.0
-    exponent = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if value <= step * exponent:
-            return step * exponent
-    return 10 * exponent
-
-
-def _tick(value: float) -> str:
-    """An axis label in plain digits: 1,000 and 12,500, never 1e+03; three significant digits below 100."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def _y_axis(lo: float, hi: float, label: str, formatter: Callable[[float], str], ticks: int = 4,
-            width: int = W) -> list[str]:
-    parts = []
-    plot_h = H - TOP - BOTTOM
-    for i in range(ticks + 1):
-        value = lo + (hi - lo) * i / ticks
-        y = TOP + plot_h * (1 - i / ticks)
-        parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e7eb"/>')
-        parts.append(_text(LEFT - 6, y + 4, formatter(value), anchor="end"))
-    parts.append(_text(14, TOP + plot_h / 2, label, transform=f"rotate(-90 14 {TOP + plot_h / 2:.1f})"))
-    return parts
-
-
-NO_CAPACITY = "no capacity figure"
-PROVIDER_MANAGED = "provider-managed: no capacity line"
-
-
-def load_chart(model: str, hours: Sequence[Row], no_capacity: str = NO_CAPACITY) -> str:
-    """Hourly demand (output token rate) as bars against the capacity token rate as a line; hours over capacity
-    are shaded and their bars drawn in the warning colour. Without a capacity figure the legend says
-    `no_capacity`."""
-    hours = sorted(hours, key=lambda r: r["hour"])
-    demand = [r["output_token_rate"] or 0.0 for r in hours]
-    capacity = [r["capacity_token_rate"] for r in hours]
-    top = _nice_max(max(demand + [c for c in capacity if c is not None] + [0.0]) * 1.05)
-    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
-    slot = plot_w / max(len(hours), 1)
-
-    def y(v: float) -> float:
-        return TOP + plot_h * (1 - v / top)
-
-    body = [f'<rect x="{LEFT + i * slot:.1f}" y="{TOP}" width="{slot:.1f}" height="{plot_h}" fill="{OVER}"/>'
-            for i, row in enumerate(hours) if row["over_capacity"]]
-    body += _y_axis(0, top, "output tokens/s", _tick)
-    for i, row in enumerate(hours):
-        x = LEFT + i * slot
-        colour = PALETTE[6] if row["over_capacity"] else PALETTE[0]
-        tip = html.escape(f"{row['hour']:02d}:00 demand {demand[i]:,.4g} tok/s")
-        body.append(f'<rect x="{x + slot * 0.15:.1f}" y="{y(demand[i]):.1f}" width="{slot * 0.7:.1f}" '
-                    f'height="{TOP + plot_h - y(demand[i]):.1f}" fill="{colour}"><title>{tip}</title></rect>')
-        if i % 3 == 0:
-            body.append(_text(x + slot / 2, H - BOTTOM + 14, f"{row['hour']:02d}"))
-    if all(c is not None for c in capacity) and capacity:
-        points = " ".join(f"{LEFT + i * slot + slot / 2:.1f},{y(c):.1f}" for i, c in enumerate(capacity))
-        body.append(f'<polyline points="{points}" fill="none" stroke="{PALETTE[2]}" stroke-width="2.5" '
-                    'stroke-dasharray="6 3"/>')
-        legend = "capacity (dashed)"
-    else:
-        legend = no_capacity
-    body.append(_text(LEFT + plot_w / 2, H - 8, f"UTC hour — demand bars (red: over capacity), {legend}"))
-    return _svg("load", f"Load against capacity, {model}", body)
-
-
-def attainment_chart(model: str, rows: Sequence[Row], target: float | None) -> str:
-    """Attainment per ISL bucket as bars against the commitment line; buckets not judged are drawn pale. Each value
-    sits above its own bar and the commitment is named in the legend under the axis, so no label covers a bar."""
-    buckets = [r for r in rows if r["isl_bucket"] != "all"]
-    values = [r["attainment"] for r in buckets if r["attainment"] is not None]
-    lo = min(values + ([target] if target is not None else []) + [1.0])
-    lo = max(0.0, math.floor((lo - 0.01) * 20) / 20)
-    height = H + 30
-    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
-    slot = plot_w / max(len(buckets), 1)
-
-    def y(v: float) -> float:
-        return TOP + plot_h * (1 - (v - lo) / (1.0 - lo or 1.0))
-
-    # Ticks at their exact value (0.9875, not 0.988, which no gridline is at).
-    body = _y_axis(lo, 1.0, "attainment", lambda v: f"{v:.4f}".rstrip("0").rstrip("."))
-    misses = [bucket_misses(r) for r in buckets]
-    height += 14 * max((len(m) for m in misses), default=0)
-    for i, row in enumerate(buckets):
-        x = LEFT + i * slot
-        verdict = bucket_verdict(row)
-        value = row["attainment"]
-        # The bucket's verdict in the SLO table (every commitment, not the attainment alone): a bucket that missed
-        # on its success rate is red even with its attainment above the line, and says why under its bar.
-        colour = "#cbd2d9" if verdict is None else PALETTE[2] if verdict else PALETTE[6]
-        if value is not None:
-            body.append(f'<rect x="{x + slot * 0.2:.1f}" y="{y(value):.1f}" width="{slot * 0.6:.1f}" '
-                        f'height="{TOP + plot_h - y(value):.1f}" fill="{colour}"><title>'
-                        + html.escape(f"{row['isl_bucket']}: " + ("not judged" if verdict is None else "met"
-                                                                  if verdict else "missed " + ", ".join(misses[i])))
-                        + "</title></rect>")
-            body.append(_text(x + slot / 2, y(value) - 4, f"{value:.4f}"))
-        note = "" if verdict is not None else " (not judged)"
-        body.append(_text(x + slot / 2, H - BOTTOM + 14, f"{row['isl_bucket']}{note}"))
-        body.append(_text(x + slot / 2, H - BOTTOM + 27, f"{fmt(row['effective_requests'], 'int')} requests",
-                          class_="muted"))
-        for n, missed in enumerate(misses[i]):
-            body.append(_text(x + slot / 2, H - BOTTOM + 41 + 14 * n, missed, style=f"fill: {PALETTE[6]}"))
-    if target is not None:
-        body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
-                    f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(f'<line x1="{LEFT}" x2="{LEFT + 22}" y1="{height - 23}" y2="{height - 23}" '
-                    f'stroke="{PALETTE[1]}" stroke-width="2" stroke-dasharray="5 3"/>')
-        body.append(_text(LEFT + 28, height - 19, f"attainment commitment {target:g} (dashed); bar colour: the "
-                                                  "bucket's verdict,", anchor="start"))
-        body.append(_text(LEFT + 28, height - 5, "green met every commitment, red missed one (named under it), "
-                                                 "pale not judged", anchor="start"))
-    return _svg("attainment", f"Attainment by ISL bucket, {model}", body, height=height)
-
-
-
-
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    """Tick values of a log axis from lo to hi (powers of ten): each power, with 2 and 5 between over 2 decades
-    or less."""
-    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    steps = (1, 2, 5) if last - first <= 2 else (1,)
-    return [m * 10.0 ** e for e in range(first, last + 1) for m in steps if lo <= m * 10.0 ** e <= hi]
-
-
-def cost_chart(history: Sequence[Row], day: date) -> str:
-    """$/MTok under SLO per deployment (and currency) over the published days up to `day`: money compares across
-    models, so every configuration shares one chart. The x-axis is a date axis (a day not published is a gap, and
-    the line is not drawn across it); when the series differ by 10x or more the y-axis is logarithmic, so that the
-    cheaper models are not flattened against zero."""
-    history = [r for r in history if r["day"] <= day]
-    days = sorted({r["day"] for r in history})
-    series: dict[tuple[str, str, str], dict[date, float]] = {}
-    for r in history:
-        if r["cost_per_mtok_goodput"] is not None:
-            key = (r["model"], r["deployment_id"], r["currency"])
-            series.setdefault(key, {})[r["day"]] = r["cost_per_mtok_goodput"]
-    values = [v for s in series.values() for v in s.values()]
-    positive = [v for v in values if v > 0]
-    log = bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
-    height = H + 18 * len(series)
-    plot_w, plot_h = WIDE - LEFT - RIGHT, H - TOP - BOTTOM
-    span = (days[-1] - days[0]).days if days else 0
-
-    def x(d: date) -> float:
-        return LEFT + (plot_w * (d - days[0]).days / span if span else plot_w / 2)
-
-    if log:
-        lo = 10.0 ** math.floor(math.log10(min(positive)))
-        hi = 10.0 ** math.ceil(math.log10(max(positive)))
-
-        def y(v: float) -> float:
-            return TOP + plot_h * (1 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
-
-        body = []
-        for tick in _log_ticks(lo, hi):
-            body.append(f'<line x1="{LEFT}" x2="{WIDE - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
-                        'stroke="#e4e7eb"/>')
-            body.append(_text(LEFT - 6, y(tick) + 4, _tick(tick), anchor="end"))
-        body.append(_text(14, TOP + plot_h / 2, "$/MTok under SLO (log scale)",
-                          transform=f"rotate(-90 14 {TOP + plot_h / 2:.1f})"))
-    else:
-        top = _nice_max(max(values + [0.0]) * 1.05)
-
-        def y(v: float) -> float:
-            return TOP + plot_h * (1 - v / top)
-
-        body = _y_axis(0, top, "$/MTok under SLO", _tick, width=WIDE)
-    step = max(1, math.ceil((span + 1) / 8))
-    for i in range(0, span + 1 if days else 0, step):
-        d = days[0] + timedelta(days=i)
-        body.append(_text(x(d), H - BOTTOM + 14, d.strftime("%m-%d")))
-    # A deployment costed in no currency sorts first rather than failing against a named one.
-    for n, ((model, deployment, currency), points) in enumerate(sorted(series.items(),
-                                                                       key=lambda s: tuple(k or "" for k in s[0]))):
-        colour = PALETTE[n % len(PALETTE)]
-        ordered = sorted(points.items())
-        # A line joins consecutive calendar days only: a missing day breaks it.
-        runs: list[list[tuple[date, float]]] = []
-        for d, v in ordered:
-            if runs and (d - runs[-1][-1][0]).days == 1:
-                runs[-1].append((d, v))
-            else:
-                runs.append([(d, v)])
-        for run in runs:
-            if len(run) > 1:
-                coords = " ".join(f"{x(d):.1f},{y(v):.1f}" for d, v in run)
-                body.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        for d, v in ordered:
-            body.append(f'<circle cx="{x(d):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}">'
-                        f"<title>{html.escape(f'{d} {deployment}: {v:,.4f} {currency}')}</title></circle>")
-        ly = H + 4 + 18 * n
-        body.append(f'<rect x="{LEFT}" y="{ly:.1f}" width="12" height="4" fill="{colour}"/>')
-        body.append(_text(LEFT + 18, ly + 5, f"{model} / {deployment} ({currency})", anchor="start"))
-    if not series:
-        body.append(_text(LEFT + plot_w / 2, TOP + plot_h / 2, "no cost per MTok under SLO published yet"))
-    return _svg("cost", "$/MTok under SLO over time", body, width=WIDE, height=height)
-
 
 
 # --- the document: what the templates print, in order -----------------------------------------------------------------
