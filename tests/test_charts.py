@@ -215,7 +215,15 @@ def test_the_cost_axis_is_logarithmic_only_across_ten_times(small: float, big: f
 
 def test_a_model_name_with_dollars_is_printed_as_it_is() -> None:
     svg = cost_chart(_history({"x$1$y": [(0, 1.0)]}), DAY)
-    assert ">x$1$y / x$1$y-a (USD)</text>" in svg
+    assert ">x$1$y</text>" in svg  # one deployment, one currency: the model alone
+
+
+def test_a_legend_names_the_deployment_and_currency_only_where_they_tell_series_apart() -> None:
+    rows = _history({"m": [(0, 1.0)], "n": [(0, 2.0)]})
+    rows += [{**rows[0], "deployment_id": "m-b"}, {**rows[1], "currency": "EUR"}]
+    svg = cost_chart(rows, DAY)
+    for label in ("m / m-a (USD)", "m / m-b (USD)", "n (EUR)", "n (USD)"):
+        assert f">{label}</text>" in svg, label
 
 
 def test_no_cost_rows_say_so() -> None:

@@ -53,7 +53,7 @@ INK, MUTED, GRID = "#1f2933", "#52606d", "#e4e7eb"
 # A model's two charts share the page's width side by side; the fleet's cost chart takes all of it. The viewBox is
 # the size the chart is drawn at on a 1400 px screen (matplotlib's SVG unit is 1/72 inch: a figure of W/72 inches
 # at 72 dpi is W units wide), so the 12 px labels print at about 12 px.
-W, H, WIDE = 600, 200, 600
+W, H, WIDE = 600, 170, 600
 NO_CAPACITY = "no capacity figure"
 PROVIDER_MANAGED = "provider-managed: no capacity line"
 
@@ -440,7 +440,13 @@ def cost_figure(history: Sequence[Row], day: date) -> Chart:
     values = [v for s in series.values() for v in s.values()]
     positive = [v for v in values if v > 0]
     log = bool(positive) and len(positive) == len(values) and max(positive) >= 10 * min(positive)
-    ncols = 3
+    # Labels as short as they can be and still tell the series apart (the legend shares a half-width column): the
+    # deployment only for a model with several, the currency only when the chart holds several.
+    deployments_of: dict[str, set[str]] = {}
+    for model, deployment, _ in series:
+        deployments_of.setdefault(model, set()).add(deployment)
+    currencies = {currency for _, _, currency in series}
+    ncols = 2
     point_tips: dict[str, list[str]] = {}
     with _style():
         fig, ax = _figure(WIDE, H + 18 * math.ceil(len(series) / ncols))
@@ -464,7 +470,8 @@ def cost_figure(history: Sequence[Row], day: date) -> Chart:
                     markersize=6, color=colour, zorder=3, gid=f"points-{n}")
             point_tips[f"points-{n}"] = [f"{d} {deployment}: {v:,.4f} {currency or ''}".rstrip() for d, v in ordered]
             handles.append(Line2D([], [], color=colour, linewidth=2, marker="o", markersize=6,
-                                  label=_plain(f"{model} / {deployment} ({currency})")))
+                                  label=_plain(model + (f" / {deployment}" if len(deployments_of[model]) > 1 else "")
+                                               + (f" ({currency})" if len(currencies) > 1 else ""))))
         if days:
             first, last = days[0].toordinal(), days[-1].toordinal()
             span = last - first
