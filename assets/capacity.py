@@ -127,7 +127,8 @@ def capacity_verdict_daily(context: dg.AssetExecutionContext, ledger: LedgerReso
           group_name="capacity")
 def capacity_review(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
     """The day's capacity review, led by the verdict of every deployment (infra.capacity_verdict_daily), then one
-    screen per model with its charts and its details folded, and a glossary: $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
+    screen per model with its charts and its details folded, and a glossary:
+    $TOKENLEDGER_HOME/reports/capacity-review-YYYY-MM-DD.html (self-contained) and .md.
 
     Written before the day is published, from the day's finished tables, and published with them in one switch
     (publish/exports): a day whose review fails is not published, and a published day always has its review.
