@@ -356,3 +356,20 @@ def test_every_figure_of_every_review_is_its_published_cell(week: Path) -> None:
             text = text.replace(name, " ")
         assert not re.findall(r"\d[\d,.]*", text), (day, re.findall(r".{30}\d[\d,.]*.{30}", text)[:10])
     assert checked > 7 * 300
+
+
+def test_gpus_needed_is_one_figure_in_the_plan_and_the_verdict(week: Path) -> None:
+    # Issue 57: the plan said 4.67 where the review said 6.01. Now the verdict reads the plan's one gpus_needed (the
+    # larger sizing), its GPUs in force are the plan's gpus_deployed, and the plan's surplus is their difference.
+    files = {name: sql_literal(lake.table_glob(week / "lake", "infra", name))
+             for name in ("capacity_plan_daily", "capacity_verdict_daily")}
+    with duckdb.connect() as con:
+        pairs = con.execute(
+            f"SELECT p.day, p.deployment_id, p.gpus_needed, v.gpus_needed, p.gpus_deployed, v.gpus_in_force, "
+            f"p.gpu_surplus, greatest(p.gpus_needed_erlang_c, p.gpus_needed_goodput) "
+            f"FROM read_parquet({files['capacity_plan_daily']}) AS p "
+            f"JOIN read_parquet({files['capacity_verdict_daily']}) AS v USING (day, model, deployment_id)").fetchall()
+    assert len(pairs) == 7 * 3  # every GPU deployment of every day has both rows
+    for day, deployment, planned, verdict, deployed, in_force, surplus, larger in pairs:
+        assert planned is not None and verdict == planned and planned == larger, (day, deployment)
+        assert in_force == deployed and surplus == pytest.approx(deployed - planned), (day, deployment)
