@@ -87,8 +87,13 @@ def answer(layout: HomeLayout, start: date, end: date) -> Answer:
     costs: dict[tuple[str, str], list[RangeCost]] = {}
     kinds: dict[tuple[str, str], str] = {}
     verdicts: dict[tuple[str, str], list[tuple[date, str, str]]] = {}
+    served: dict[tuple[str, str], set[date]] = {}  # a hosted-API deployment's days with a cost row: its traffic
     con = duckdb.connect()
     if files := _day_files(exports, *COSTS, days):
+        for model, deployment, day in con.execute(
+                f"SELECT DISTINCT model, deployment_id, day FROM ({published_days('$f')}) WHERE kind = 'api'",
+                {"f": files}).fetchall():
+            served.setdefault((model, deployment), set()).add(day)
         for model, deployment, kind, currency, n, cost, output, compliant in con.execute(
                 "SELECT model, deployment_id, kind, currency, count(DISTINCT day), sum(cost_total), "
                 f"sum(output_tokens), sum(compliant_output_tokens) FROM ({published_days('$f')}) "
@@ -100,8 +105,11 @@ def answer(layout: HomeLayout, start: date, end: date) -> Answer:
         for day, model, deployment, kind, verdict, text in con.execute(
                 f"SELECT day, model, deployment_id, kind, verdict, verdict_text FROM ({published_days('$f')}) "
                 "ORDER BY day", {"f": files}).fetchall():
-            verdicts.setdefault((model, deployment), []).append((day, verdict, text))
             kinds[(model, deployment)] = kind
+            # A hosted-API deployment is judged on the days its model had requests: a day without any ('SLO not
+            # judged') is no verdict on it, so the answer's last day and days per verdict are of the days it served.
+            if kind != "api" or day in served.get((model, deployment), ()):
+                verdicts.setdefault((model, deployment), []).append((day, verdict, text))
     con.close()
     answers = []
     for key in sorted(kinds, key=lambda k: (kinds[k] != "gpu", k)):  # self-hosted first, then by name
