@@ -121,7 +121,11 @@ def _home(tmp: Path, name: str, cost: float = 1.25) -> Path:
     _publish(home, "quality.quarantine", "2026-11-16",
              [(f"{home}/raw/gateway/dt=2026-11-16/a.jsonl", "input_tokens")], "file, reason")
     (home / "reports").mkdir()
-    (home / "reports" / "review.md").write_text(f"published by Dagster run {name[0] * 8}-1111-2222-3333-444455556666\n")
+    run = f"{name[0] * 8}-1111-2222-3333-444455556666"
+    (home / "reports" / "review.md").write_text(f"published by Dagster run {run}\n")
+    (home / "reports" / "review.html").write_text(
+        f'<td>figures published by Dagster run <span data-table="run" data-column="run_id" data-key="" '
+        f'data-format="text">{run}</span></td>\n')
     return home
 
 
@@ -132,6 +136,7 @@ def test_compare_homes_equal_once_the_home_path_and_run_ids_are_replaced(tmp_pat
     assert re.search(r"same bytes\s+infra\.slo_daily\s+2 rows", out)
     assert re.search(r"same rows\s+quality\.quarantine", out) and "file ($HOME) replaced in 1 rows of A" in out
     assert re.search(r"same rows\s+reports/review\.md", out)
+    assert re.search(r"same rows\s+reports/review\.html", out)
 
 
 def test_compare_homes_names_the_table_that_differs_with_counts_and_a_row(tmp_path, capsys):
@@ -143,7 +148,7 @@ def test_compare_homes_names_the_table_that_differs_with_counts_and_a_row(tmp_pa
     assert "rows: 2 in A, 2 in B; 1 only in A, 1 only in B" in out
     assert "a row only in B: model='m1', requests=10, cost=Decimal('1.75')" in out
     assert re.search(r"MISSING\s+infra\.load_hourly", out) and "only in B" in out
-    assert "2 of 4 differ: infra.load_hourly, infra.slo_daily" in out
+    assert "2 of 5 differ: infra.load_hourly, infra.slo_daily" in out
 
 
 def test_compare_homes_refuses_a_folder_that_is_not_a_home(tmp_path, capsys):

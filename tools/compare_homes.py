@@ -41,8 +41,10 @@ import duckdb
 
 HOME_TOKEN = "$HOME"
 RUN_TOKEN = "$RUN_ID"
-# In the reports' text: "published by Dagster run <uuid>", "written by run <uuid>".
-REPORT_RUN_ID = re.compile(r"\brun [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# In the reports' text: "published by Dagster run <uuid>", "written by run <uuid>"; in the HTML the id is a figure
+# marked with its source: `<span data-table="run" data-column="run_id" ...><uuid></span>`.
+REPORT_RUN_ID = re.compile(r'(\brun |data-column="run_id"[^>]*>)'
+                           r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
 
 class NotAHome(Exception):
@@ -231,7 +233,7 @@ def compare_dataset(con: duckdb.DuckDBPyConnection, a: Dataset, b: Dataset,
 def normalise_report(text: str, home: Path) -> str:
     for spelling in home_strings(home):
         text = text.replace(spelling, HOME_TOKEN)
-    return REPORT_RUN_ID.sub(f"run {RUN_TOKEN}", text)
+    return REPORT_RUN_ID.sub(lambda m: m.group(1) + RUN_TOKEN, text)
 
 
 def compare_reports(home_a: Path, home_b: Path) -> list[Outcome]:
