@@ -235,7 +235,8 @@ def test_an_override_merges_headroom_key_by_key_and_replaces_the_buckets(tmp_pat
 ALL_MODELS = config_models()  # every model, from the four files' down
 # A leaf's type as the models declare it, and the contract types that read it.
 _TYPES = {int: ("INTEGER", "BIGINT"), float: ("DOUBLE",), Decimal: ("DECIMAL(38,12)",), str: ("VARCHAR",),
-          date: ("DATE",), date | datetime: ("TIMESTAMPTZ",), list[str]: ("VARCHAR[]",)}
+          date: ("DATE",), date | datetime: ("TIMESTAMPTZ",), list[str]: ("VARCHAR[]",),
+          bool: ("BOOLEAN",)}
 
 
 def test_a_deployment_takes_the_columns_of_its_contract() -> None:

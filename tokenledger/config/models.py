@@ -62,6 +62,33 @@ class Deployment(ConfigModel):
     kv_block_tokens: Value[int] = None
     gpu_power_w: Value[float] = Field(None, description="Nominal board power per GPU, in watts.")
     slots_per_replica: Value[int] = None
+    # The model's facts, for the GPU memory budget (docs/metrics.md, section 6).
+    params_billion: Value[float] = Field(None, description="The model's parameters, in billions (e.g. 70.6).")
+    weight_bytes_per_param: Value[float] = Field(
+        None, description="Bytes of one weight as served (fp8 1, bf16 2, int4 0.5).",
+        json_schema_extra={"default": "from quantization when it is fp8, int8, bf16, fp16, fp32 or int4"})
+    num_layers: Value[int] = Field(None, description="Transformer layers.")
+    num_kv_heads: Value[int] = Field(None, description="Key/value heads of one layer (grouped-query attention).")
+    head_dim: Value[int] = Field(None, description="Dimension of one attention head.")
+    kv_bytes_per_element: Value[float] = Field(
+        None, description="Bytes of one KV-cache element (fp8 1, bf16 2): the engine's kv_cache_dtype.")
+    # The engine's settings: memory and batching (batching is part of the configuration's identity).
+    gpu_memory_gib: Value[float] = Field(None, description="Memory of one GPU, GiB (an H100 SXM: 79.6).")
+    gpu_memory_utilization: Value[float] = Field(
+        None, description="Share of GPU memory the engine may use (vLLM's gpu_memory_utilization; default 0.9).")
+    runtime_memory_gib: Value[float] = Field(
+        None, description="Per GPU: CUDA context, activations, CUDA graphs and workspace, GiB.")
+    max_model_len: Value[int] = Field(None, description="Longest context a sequence may have, tokens.")
+    max_num_seqs: Value[int] = Field(None, description="Sequences one replica batches at most.")
+    max_num_batched_tokens: Value[int] = Field(None, description="Tokens one engine step batches at most.")
+    chunked_prefill: Value[bool] = Field(None, description="Whether long prefills are split into chunks.")
+    # Failure domains and the unit the deployment is bought in.
+    gpus_per_node: Value[int] = Field(None, description="GPUs of one node (server).")
+    nodes_per_rack: Value[int] = Field(None, description="Nodes of one rack (e.g. an NVL72 rack: 18 of 4).")
+    racks_per_zone: Value[int] = Field(None, description="Racks of one zone.")
+    bought_in: Value[Literal["gpu", "node", "rack"]] = Field(
+        None, description="The unit GPUs are bought or rented in; the plan is also given in it.",
+        json_schema_extra={"default": "gpu"})
     scale_out_minutes: Value[float] = None
     warmup_minutes: Value[float] = None
     hosting: Value[Literal["cloud", "on_prem"]] = Field(
@@ -116,6 +143,9 @@ class Headroom(ConfigModel):
     forecast_error_pct: Value[float] = Field(None, description="For the error of the demand forecast.")
     release_pct: Value[float] = Field(None, description="For releases (rolling upgrades, canaries).")
     jitter_pct: Value[float] = Field(None, description="For performance jitter.")
+    failure_domain: Value[Literal["replica", "node", "rack"]] = Field(
+        None, description="What n_minus_k counts: replicas, nodes or racks that may fail.",
+        json_schema_extra={"default": "replica"})
 
 
 class SloPolicy(ConfigModel):
@@ -146,6 +176,15 @@ class SloPolicy(ConfigModel):
         None, description="The planning peak: the busiest 5 minutes or the busiest hour.")
     agent_step_output_tokens: Value[float] = Field(
         None, description="Output tokens of an agent step, when the day's sessions do not measure it.")
+    loadtest_max_age_days: Value[int] = Field(
+        None, description="Days after which a load test is stale and the review asks to re-baseline.",
+        json_schema_extra={"default": "90"})
+    loadtest_recomputed_input_tolerance_pct: Value[float] = Field(
+        None, description="How far a load test's recomputed input per request may be from production's, percent.",
+        json_schema_extra={"default": "25"})
+    loadtest_isl_p90_tolerance_pct: Value[float] = Field(
+        None, description="How far a load test's P90 input length may be from production's, percent.",
+        json_schema_extra={"default": "50"})
     headroom: Annotated[Headroom, Shape("headroom", line="key", empty="falsy")] = Field(
         None, description="In an override, merged key by key with the default's.")
 

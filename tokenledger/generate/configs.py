@@ -75,6 +75,11 @@ def _version_lines(dep: Deployment, replicas: int, valid_from: str, valid_to: st
         f"    kv_block_tokens: {dep.kv_block_tokens}",
         f"    gpu_power_w: {dep.gpu_power_w}",
         f"    slots_per_replica: {dep.slots_per_replica}",
+        *(f"    {k}: {str(v).lower() if isinstance(v, bool) else format(v, 'g')}"
+          for k, v in vars(dep.memory).items()),
+        f"    gpus_per_node: {dep.gpus_per_node}",
+        f"    nodes_per_rack: {dep.nodes_per_rack}",
+        f"    bought_in: {dep.bought_in}",
         f"    scale_out_minutes: {dep.scale_out_minutes:g}",
         f"    warmup_minutes: {dep.warmup_minutes:g}",
         f"    hosting: {dep.hosting}",

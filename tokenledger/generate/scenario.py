@@ -281,6 +281,30 @@ class Deployment:
     # per token, 2 (K and V) x layers x KV heads x head dimension x bytes per element.
     kv_block_tokens: int
     kv_bytes_per_token: int
+    # The GPU memory budget (docs/metrics.md, section 6): the model's facts and the engine's settings, as in the
+    # model's config.json and the engine's defaults; gpu_memory_gib is the board's memory in GiB.
+    memory: EngineMemory
+    # Failure domains and the unit bought: GPUs per node, nodes per rack, and what the fleet is bought in.
+    gpus_per_node: int
+    nodes_per_rack: int
+    bought_in: str
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    params_billion: float
+    weight_bytes_per_param: float
+    num_layers: int
+    num_kv_heads: int
+    head_dim: int
+    kv_bytes_per_element: float
+    gpu_memory_gib: float
+    gpu_memory_utilization: float
+    runtime_memory_gib: float
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool
 
 
 #: Tokens per block of the prefix hashes the gateway logs (kv_block_tokens in the inventory) for the deployments
@@ -360,6 +384,13 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         warmup_minutes=3,
         kv_block_tokens=KV_BLOCK_TOKENS,
         kv_bytes_per_token=2 * 80 * 8 * 128 * 1,  # FP8 KV cache
+        memory=EngineMemory(params_billion=70.6, weight_bytes_per_param=1, num_layers=80, num_kv_heads=8,
+                            head_dim=128, kv_bytes_per_element=1, gpu_memory_gib=87.5, gpu_memory_utilization=0.9,
+                            runtime_memory_gib=4.0, max_model_len=32768, max_num_seqs=256,
+                            max_num_batched_tokens=8192, chunked_prefill=True),
+        gpus_per_node=4,
+        nodes_per_rack=4,
+        bought_in="node",
     ),
     Deployment(
         deployment_id="llama8b-l40s-onprem",
@@ -388,6 +419,13 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         warmup_minutes=2,
         kv_block_tokens=128,  # its chat prompts are short, and its system prompt a quarter of 512 tokens
         kv_bytes_per_token=2 * 32 * 8 * 128 * 2,  # BF16 KV cache
+        memory=EngineMemory(params_billion=8.03, weight_bytes_per_param=2, num_layers=32, num_kv_heads=8,
+                            head_dim=128, kv_bytes_per_element=2, gpu_memory_gib=45.0, gpu_memory_utilization=0.9,
+                            runtime_memory_gib=2.0, max_model_len=32768, max_num_seqs=256,
+                            max_num_batched_tokens=8192, chunked_prefill=True),
+        gpus_per_node=4,
+        nodes_per_rack=8,
+        bought_in="gpu",
     ),
     Deployment(
         deployment_id="qwen3coder30b-h100",
@@ -420,6 +458,13 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
         warmup_minutes=2,
         kv_block_tokens=KV_BLOCK_TOKENS,
         kv_bytes_per_token=2 * 48 * 4 * 128 * 1,  # FP8 KV cache
+        memory=EngineMemory(params_billion=30.5, weight_bytes_per_param=1, num_layers=48, num_kv_heads=4,
+                            head_dim=128, kv_bytes_per_element=1, gpu_memory_gib=79.6, gpu_memory_utilization=0.9,
+                            runtime_memory_gib=4.0, max_model_len=262144, max_num_seqs=64,
+                            max_num_batched_tokens=16384, chunked_prefill=True),
+        gpus_per_node=1,
+        nodes_per_rack=1,
+        bought_in="node",
     ),
 )
 
