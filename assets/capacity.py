@@ -30,6 +30,7 @@ from tokenledger.capacity.day import (
     report_paths,
     staged_report_paths,
 )
+from tokenledger.capacity.memory import build_gpu_memory
 from tokenledger.catalog import PUBLISHED_TABLES
 from tokenledger.storage.lake import DayWindow
 
@@ -104,6 +105,21 @@ def capacity_plan_daily(context: dg.AssetExecutionContext, ledger: LedgerResourc
     docs/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_plan(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@table_asset("infra.gpu_memory_daily")
+def gpu_memory_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The GPU memory budget per GPU: weights, KV cache, runtime and margin, the KV cache's capacity in tokens and
+    in concurrent sequences at the day's mean and P99 context, and the flags for no margin and for the planning
+    peak's concurrency within 10% of what the KV cache holds; NULL figures, with the facts named, where the
+    inventory lacks them.
+
+    Grain: day x model x deployment_id (every GPU deployment in force). Source: core.deployments_daily (the version
+    in force at the end of the day), core.gateway_requests, infra.capacity_plan_daily. Definition:
+    docs/metrics.md, 6.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_gpu_memory(con, ledger.layout, window),
                         needs_config=True)
 
 

@@ -127,6 +127,8 @@ TABLES = (
        published=True),
     _t("infra.capacity_plan_daily", "capacity", "day x model x deployment_id",
        (*_REQUESTS, "infra.capacity_daily", "infra.load_hourly"), published=True),
+    _t("infra.gpu_memory_daily", "capacity", "day x model x deployment_id (GPU deployments)",
+       (*_REQUESTS, "infra.capacity_plan_daily"), published=True),
     _t("infra.capacity_verdict_daily", "capacity", "day x model x deployment_id (GPU and hosted-API deployments)",
        (*_REQUESTS, "infra.slo_daily", "finance.cost_per_mtok_daily", "infra.capacity_daily",
         "infra.capacity_plan_daily"), published=True),
