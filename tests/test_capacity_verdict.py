@@ -41,7 +41,8 @@ def _plan(model: str, in_force: float, base: float, rule: str = "erlang_c", per_
     """A row of infra.capacity_plan_daily whose binding sizing needs `base` GPUs before headroom."""
     row = {"model": model, "deployment_id": f"{model}-a", "gpus_needed": base * PCT + per_replica,
            "binding_sizing": rule, "gpus_deployed": in_force, "gpus_per_replica": per_replica,
-           "headroom_failure_replicas": 1, "base_gpus": base if rule == "erlang_c" else 8.0,
+           "headroom_failure_replicas": 1, "headroom_n_minus_k": 1, "headroom_failure_domain": "replica",
+           "base_gpus": base if rule == "erlang_c" else 8.0,
            "goodput_sizing_base_gpus": base if rule == "goodput" else 1.0, "headroom_scaling_lag_pct": 0.1,
            "headroom_forecast_error_pct": 0.1, "headroom_release_pct": 0.05, "headroom_jitter_pct": 0.05,
            "hours_over_capacity": 0}

@@ -6,7 +6,8 @@
 -- itemized (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed_erlang_c);
 -- the goodput sizing beside it (the planning peak's output token rate / the capacity goodput per GPU x the same
 -- headroom) and the difference between the two; GPUs needed, the larger of the two sizings (the one figure the
--- verdict and the review use, binding_sizing says which), and the Lag (scale-out plus warm-up) in GPUs.
+-- verdict and the review use, binding_sizing says which), and the Lag (scale-out plus warm-up) in GPUs; the failure
+-- domain the policy's N-k counts and the replicas its failures take down; GPUs needed and deployed in the unit bought.
 SELECT
     $day::DATE AS day,
     i.model,
@@ -17,7 +18,7 @@ SELECT
     f.erlang_c_slots,
     f.replicas_needed_erlang,
     f.replicas_needed_seed_rule,
-    i.headroom_n_minus_k AS headroom_failure_replicas,
+    f.headroom_failure_replicas::INTEGER AS headroom_failure_replicas,
     f.headroom_pct_total,
     f.gpus_needed,
     i.gpus_deployed::DOUBLE AS gpus_deployed,
@@ -69,7 +70,16 @@ SELECT
     i.warmup_minutes,
     i.lag_minutes,
     f.lag_growth_token_rate,
-    f.lag_gpus
+    f.lag_gpus,
+    f.headroom_failure_domain,
+    i.headroom_n_minus_k::INTEGER AS headroom_n_minus_k,
+    f.gpus_per_failure_domain::INTEGER AS gpus_per_failure_domain,
+    f.bought_in,
+    f.gpus_per_unit::INTEGER AS gpus_per_unit,
+    f.units_needed,
+    i.gpus_deployed::DOUBLE / f.gpus_per_unit AS units_deployed,
+    i.gpus_deployed::DOUBLE / f.gpus_per_unit - f.units_needed AS unit_surplus,
+    f.daily_capacity_tokens_per_unit
 FROM capacity_plan_inputs AS i
 JOIN capacity_plan_figures AS f ON f.deployment_id = i.deployment_id
 ORDER BY i.model, i.deployment_id

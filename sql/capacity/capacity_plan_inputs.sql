@@ -7,7 +7,8 @@
 -- output token rate of the requests received in the planning peak window that reached the model and the capacity
 -- goodput per GPU the day published (infra.capacity_daily, with a verified load test's concurrency per replica
 -- for an inventory without slots_per_replica); and for the review's Lag, the inventory's scale-out and warm-up
--- minutes and the output token rate of the same-width window that many minutes before the peak.
+-- minutes and the output token rate of the same-width window that many minutes before the peak; for the failure
+-- headroom and the units, the policy's failure domain and the inventory's GPUs per node, nodes per rack and unit bought.
 -- tokenledger.capacity.day turns each row into the plan (sql/capacity/capacity_plan_daily.sql writes it).
 WITH configuration AS (
     SELECT
@@ -17,6 +18,11 @@ WITH configuration AS (
         arg_max(slots_per_replica, in_force_to) AS slots_per_replica,
         arg_max(scale_out_minutes, in_force_to) AS scale_out_minutes,
         arg_max(warmup_minutes, in_force_to) AS warmup_minutes,
+        -- failure domains and the unit bought (docs/metrics.md, section 6, "Failure domains")
+        arg_max(gpus_per_node, in_force_to) AS gpus_per_node,
+        arg_max(nodes_per_rack, in_force_to) AS nodes_per_rack,
+        arg_max(bought_in, in_force_to) AS bought_in,
+        arg_max(config_line, in_force_to) AS config_line,
         coalesce(sum(gpus) FILTER (WHERE in_force_to = $day_end::TIMESTAMPTZ), 0) AS gpus_deployed
     FROM day_deployments
     WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
@@ -153,7 +159,12 @@ SELECT
     c.scale_out_minutes,
     c.warmup_minutes,
     k.lag_minutes,
-    bp.output_token_rate AS lag_start_output_token_rate
+    bp.output_token_rate AS lag_start_output_token_rate,
+    p.headroom_failure_domain,
+    c.gpus_per_node,
+    c.nodes_per_rack,
+    c.bought_in,
+    c.config_line
 FROM configuration AS c
 JOIN day_slo_policy AS p ON p.model = c.model
 JOIN peak AS k ON k.deployment_id = c.deployment_id

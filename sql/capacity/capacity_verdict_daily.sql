@@ -12,7 +12,8 @@
 -- GPUs needed is the plan's GPUs needed (gpus_needed, the larger of the Erlang C plan and the peak
 -- sizing); its gap to the GPUs in force splits into gap_slo_capacity (the binding sizing's GPUs before headroom
 -- minus the GPUs in force: above 0 the peak itself needs more than runs), gap_headroom (the policy's percentages)
--- and gap_redundancy (the n_minus_k failure replicas), which add up to gpus_needed - gpus_in_force.
+-- and gap_redundancy (the replicas the n_minus_k failure domains take down), which add up to gpus_needed -
+-- gpus_in_force.
 -- The verdict: 'slo_missed' when the SLO was judged and missed; else 'short' when the peak needs more GPUs than in
 -- force; else 'policy' when only the headroom or redundancy policy is short; else 'ok'. A hosted-API deployment has
 -- no GPUs of ours: 'slo_missed' or 'ok'. A GPU deployment whose plan has no GPUs needed is judged on its SLO alone,
@@ -101,6 +102,8 @@ gpu AS (
         p.gpus_deployed AS gpus_in_force,
         p.gpus_per_replica,
         p.headroom_failure_replicas,
+        p.headroom_n_minus_k,
+        p.headroom_failure_domain,
         CASE p.binding_sizing WHEN 'goodput' THEN p.goodput_sizing_base_gpus WHEN 'erlang_c' THEN p.base_gpus
         END AS base_gpus,
         (1 + p.headroom_scaling_lag_pct) * (1 + p.headroom_forecast_error_pct) * (1 + p.headroom_release_pct)
@@ -138,13 +141,13 @@ deployments AS (
         g.model, g.deployment_id, 'gpu' AS kind, g.gpus_needed, g.gpus_needed_rule, g.gpus_in_force,
         g.gap_slo_capacity, g.gap_headroom, g.gap_redundancy, g.gpus_needed_at_most, g.gpus_per_replica,
         g.headroom_failure_replicas, g.headroom_pct, g.capacity_source, g.capacity_verified, g.capacity_basis,
-        g.hours_over_capacity
+        g.hours_over_capacity, g.headroom_n_minus_k, g.headroom_failure_domain
     FROM gaps AS g
     UNION ALL
     SELECT DISTINCT
         d.model, d.deployment_id, 'api', NULL::DOUBLE, NULL::VARCHAR, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE,
         NULL::DOUBLE, false, NULL::INTEGER, NULL::INTEGER, NULL::DOUBLE, NULL::VARCHAR, NULL::BOOLEAN,
-        'provider-managed', NULL::BIGINT
+        'provider-managed', NULL::BIGINT, NULL::INTEGER, NULL::VARCHAR
     FROM day_deployments AS d
     WHERE d.kind = 'api'
       AND NOT EXISTS (SELECT 1 FROM day_capacity_plan AS p
@@ -186,7 +189,11 @@ worded AS (
                  ELSE ' (at most: the load test is a reference figure, not verified)' END
              ELSE '' END AS bound_words,
         concat_ws(' and ',  -- concat_ws skips a NULL part
-            CASE WHEN gap_redundancy > 1e-9 THEN 'N+' || headroom_failure_replicas END,
+            -- N+k in the policy's failure domain: 'N+1' (replicas), 'N+1 node', 'N+2 racks'
+            CASE WHEN gap_redundancy > 1e-9 THEN 'N+' || headroom_n_minus_k
+                || CASE WHEN headroom_failure_domain IN ('node', 'rack')
+                        THEN ' ' || headroom_failure_domain || CASE WHEN headroom_n_minus_k = 1 THEN '' ELSE 's' END
+                        ELSE '' END END,
             CASE WHEN gap_headroom > 1e-9 THEN format('{:.1f}', headroom_pct * 100) || '% headroom' END) AS policy_items
     FROM judged
 ),

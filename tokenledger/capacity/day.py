@@ -31,9 +31,11 @@ from tokenledger.capacity.queueing import (
     littles_law_concurrency,
     p_wait_longer_than,
     seed_rule_replicas,
+    unit_gpus,
+    units_needed,
 )
 from tokenledger.contracts import load_contract
-from tokenledger.errors import LedgerError
+from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.faults import failpoint
 from tokenledger.publish.versions import published_days, published_exports
 from tokenledger.report.review import PEAK_BASIS, Review, render_html, render_markdown
@@ -443,7 +445,52 @@ def planning_slots(inputs: Mapping[str, Any]) -> tuple[float | None, str | None]
 def _headroom(inputs: Mapping[str, Any]) -> Headroom:
     return Headroom(inputs["headroom_n_minus_k"], inputs["headroom_scaling_lag_pct"],
                     inputs["headroom_forecast_error_pct"], inputs["headroom_release_pct"],
-                    inputs["headroom_jitter_pct"])
+                    inputs["headroom_jitter_pct"], gpus_per_failure_domain=_unit_gpus(inputs, _failure_domain(inputs)))
+
+
+# --- failure domains and the unit bought (docs/metrics.md, section 6, "Failure domains") ---------------------------
+
+def _failure_domain(inputs: Mapping[str, Any]) -> str:
+    return inputs.get("headroom_failure_domain") or "replica"
+
+
+def _unit_gpus(inputs: Mapping[str, Any], unit: str) -> int | None:
+    return unit_gpus(unit, inputs["gpus_per_replica"], inputs.get("gpus_per_node"), inputs.get("nodes_per_rack"))
+
+
+def unsized_failure_domain(inputs: Mapping[str, Any], deployments_file: Path | str) -> str | None:
+    """The one-line error when the policy's failure domain (or the unit bought) names a node or a rack and the
+    inventory does not say its GPUs (gpus_per_node; nodes_per_rack for a rack): its size is never guessed. None when
+    both can be sized."""
+    for what, unit in (("the SLO policy's headroom failure_domain", _failure_domain(inputs)),
+                       ("its bought_in", inputs.get("bought_in") or "gpu")):
+        if _unit_gpus(inputs, unit) is not None:
+            continue
+        field = "gpus_per_node" if inputs.get("gpus_per_node") is None else "nodes_per_rack"
+        return (f"{deployments_file} line {inputs.get('config_line')}: deployment {inputs['deployment_id']} has no "
+                f"{field}, so a {unit} ({what}, SLO version {inputs.get('slo_version')}) has no size in GPUs. Give "
+                f"{field} to the deployment, or name a domain it can size (failure_domain replica in slo.yaml), and "
+                "re-run the day.")
+    return None
+
+
+SECONDS_PER_DAY = 86_400
+
+
+def failure_and_units(inputs: Mapping[str, Any], gpus: float | None) -> dict[str, Any]:
+    """The failure domain the policy's N-k counts, its GPUs and the replicas its failures take down
+    (Headroom.failure_replicas); the unit bought, its GPUs, the whole units that hold `gpus` (GPUs needed) and the
+    day's capacity per unit (capacity goodput per GPU x 86,400 s x GPUs per unit)."""
+    headroom, bought = _headroom(inputs), inputs.get("bought_in") or "gpu"
+    per_unit, per_gpu = _unit_gpus(inputs, bought), inputs.get("capacity_goodput_per_gpu")
+    return {"headroom_failure_domain": _failure_domain(inputs),
+            "gpus_per_failure_domain": headroom.gpus_per_failure_domain,
+            "headroom_failure_replicas": (None if headroom.gpus_per_failure_domain is None
+                                          else headroom.failure_replicas(inputs["gpus_per_replica"])),
+            "bought_in": bought, "gpus_per_unit": per_unit,
+            "units_needed": None if gpus is None or per_unit is None else units_needed(gpus, per_unit),
+            "daily_capacity_tokens_per_unit": (None if per_gpu is None or per_unit is None
+                                               else per_gpu * SECONDS_PER_DAY * per_unit)}
 
 
 def goodput_sizing(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -495,7 +542,8 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if rate == 0:
         slots, load, p_wait = 0, 0.0, None
         out["littles_law_concurrency"] = 0.0
-        note = f"no request in the day: 0 slots; only the failure headroom ({headroom.n_minus_k} replica(s))"
+        note = (f"no request in the day: 0 slots; only the failure headroom ({headroom.n_minus_k} "
+                f"{_failure_domain(inputs)}(s))")
     elif not timed:
         slots = load = p_wait = None
         out["littles_law_concurrency"] = None
@@ -549,6 +597,7 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
                  f" GPUs before headroom, {sizing['gpus_needed_goodput']:.3g} with it")
     else:
         note += "; the goodput sizing needs a capacity goodput per GPU, and the day has none"
+    out.update(failure_and_units(inputs, out["gpus_needed"]))
     out["plan_note"] = note
     return out
 
@@ -567,6 +616,9 @@ _PLAN_SCHEMA = pa.schema([
     ("replicas_needed_goodput", pa.int64()), ("gpus_needed_difference", pa.float64()),
     ("gpus_needed", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
     ("lag_gpus", pa.float64()),
+    ("headroom_failure_domain", pa.string()), ("gpus_per_failure_domain", pa.int64()),
+    ("headroom_failure_replicas", pa.int64()), ("bought_in", pa.string()), ("gpus_per_unit", pa.int64()),
+    ("units_needed", pa.int64()), ("daily_capacity_tokens_per_unit", pa.float64()),
 ])
 
 
@@ -578,7 +630,11 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
     text = "CREATE OR REPLACE TEMP TABLE capacity_plan_inputs AS " + statement("capacity_plan_inputs")
     con.execute(text, used_params(text, window.params()))
-    figures = [plan_figures(row) for row in _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")]
+    inputs = _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")
+    for row in inputs:
+        if (unsized := unsized_failure_domain(row, layout.config / "deployments.yaml")) is not None:
+            raise ConfigError(unsized)
+    figures = [plan_figures(row) for row in inputs]
     _temp_table(con, "capacity_plan_figures", figures, _PLAN_SCHEMA)
     rows = write_table(con, layout, window, "infra", "capacity_plan_daily")
     return {"rows": rows, "gpus_needed": sum(f["gpus_needed"] or 0 for f in figures)}

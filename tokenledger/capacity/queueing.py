@@ -1,4 +1,5 @@
-"""Capacity math of docs/metrics.md, section 6: Erlang C, Little's law, seed 000's rule, fluid backlog, headroom.
+"""Capacity math of docs/metrics.md, section 6: Erlang C, Little's law, seed 000's rule, fluid backlog, headroom,
+failure domains and the units a deployment is bought in.
 
 Small pure functions over plain numbers, so that the planning tables can be checked by hand. Rates are per
 second and times in seconds unless a name says otherwise; `load` is the offered load a = arrival rate x mean
@@ -170,18 +171,65 @@ def _per_period(capacity: float | Sequence[float], periods: int) -> list[float]:
 
 @dataclass(frozen=True)
 class Headroom:
-    """The policy's headroom items (slo.yaml `headroom`): failure replicas and four percentages (0.10 = 10%)."""
+    """The policy's headroom items (slo.yaml `headroom`): the failure domains that may fail (N-k) and four
+    percentages (0.10 = 10%). `gpus_per_failure_domain` is the GPUs of one domain (failure_domain_gpus); None is a
+    replica, the default domain."""
 
     n_minus_k: int = 0
     scaling_lag_pct: float = 0.0
     forecast_error_pct: float = 0.0
     release_pct: float = 0.0
     jitter_pct: float = 0.0
+    gpus_per_failure_domain: int | None = None
 
     def percentages(self) -> dict[str, float]:
         """The percentage items in the order they are applied (and itemized)."""
         return {"scaling_lag": self.scaling_lag_pct, "forecast_error": self.forecast_error_pct,
                 "release": self.release_pct, "jitter": self.jitter_pct}
+
+    def failure_replicas(self, gpus_per_replica: int) -> int:
+        """The replicas n_minus_k failed domains take down: n_minus_k x replicas_per_failure_domain."""
+        domain = gpus_per_replica if self.gpus_per_failure_domain is None else self.gpus_per_failure_domain
+        return self.n_minus_k * replicas_per_failure_domain(domain, gpus_per_replica)
+
+
+# The domains the policy's N-k may count (slo.yaml headroom.failure_domain) and the units a deployment is bought in
+# (deployments.yaml bought_in).
+FAILURE_DOMAINS = ("replica", "node", "rack")
+UNITS_BOUGHT = ("gpu", "node", "rack")
+
+
+def unit_gpus(unit: str, gpus_per_replica: int, gpus_per_node: int | None, nodes_per_rack: int | None
+              ) -> int | None:
+    """The GPUs of one `unit` (a failure domain or the unit bought): a gpu 1, a replica gpus_per_replica, a node
+    gpus_per_node, a rack gpus_per_node x nodes_per_rack; None when the inventory does not give what it takes."""
+    if unit == "gpu":
+        return 1
+    if unit == "replica":
+        return gpus_per_replica
+    if unit == "node":
+        return gpus_per_node
+    if unit == "rack":
+        return None if gpus_per_node is None or nodes_per_rack is None else gpus_per_node * nodes_per_rack
+    raise ValueError(f"unknown unit {unit!r}: one of {FAILURE_DOMAINS + UNITS_BOUGHT}")
+
+
+def replicas_per_failure_domain(gpus_per_domain: int, gpus_per_replica: int) -> int:
+    """The replicas one failed domain takes down: every replica with a GPU in it. Replicas are placed within one
+    domain when they fit (a node of 8 holds 4 replicas of 2) and over whole domains of their own when they do not (a
+    replica of 16 over 2 nodes of 8), so that is the domain's GPUs rounded up to whole replicas,
+    ceil(gpus_per_domain / gpus_per_replica): 4 for a node of 8 and replicas of 2, 1 for a node of 8 and a replica
+    of 16; 3 for a node of 8 and replicas of 3, one more than it holds whole, as a replica may straddle two nodes."""
+    if gpus_per_domain < 1 or gpus_per_replica < 1:
+        raise ValueError("a failure domain and a replica have at least one GPU")
+    return _ceil(gpus_per_domain / gpus_per_replica)
+
+
+def units_needed(gpus: float, gpus_per_unit: int) -> int:
+    """Whole units bought (nodes, racks, GPUs) that hold `gpus`: ceil(gpus / gpus_per_unit)."""
+    if gpus < 0 or gpus_per_unit < 1:
+        raise ValueError("GPUs must be >= 0 and a unit has at least one GPU")
+    return _ceil(gpus / gpus_per_unit)
 
 
 @dataclass(frozen=True)
@@ -216,7 +264,8 @@ class GpuNeed:
 
 
 def gpus_needed(replicas: int, gpus_per_replica: int, headroom: Headroom) -> GpuNeed:
-    """replicas * gpus_per_replica * prod(1 + pct) + n_minus_k * gpus_per_replica (docs/metrics.md, section 6)."""
+    """replicas * gpus_per_replica * prod(1 + pct) + failure replicas * gpus_per_replica (docs/metrics.md, section 6),
+    the failure replicas those of the policy's n_minus_k failure domains (Headroom.failure_replicas)."""
     if replicas < 0 or gpus_per_replica < 1:
         raise ValueError("replicas must be >= 0 and gpus_per_replica >= 1")
     return _with_headroom(replicas, float(replicas * gpus_per_replica), gpus_per_replica, headroom)
@@ -243,14 +292,15 @@ def _with_headroom(replicas: int, base: float, gpus_per_replica: int, headroom: 
     for name, pct in headroom.percentages().items():
         parts[name] = running * pct
         running += parts[name]
-    failure = float(headroom.n_minus_k * gpus_per_replica)
+    failure_replicas = headroom.failure_replicas(gpus_per_replica)
+    failure = float(failure_replicas * gpus_per_replica)
     return GpuNeed(
         replicas=replicas,
         gpus_per_replica=gpus_per_replica,
         base_gpus=base,
         pct_factor=math.prod(1 + p for p in headroom.percentages().values()),
         pct_gpus=parts,
-        failure_replicas=headroom.n_minus_k,
+        failure_replicas=failure_replicas,
         failure_gpus=failure,
         gpus_needed=running + failure,
     )

@@ -106,6 +106,13 @@ class Deployment(ConfigModel):
     def complete(self) -> None:
         if self.kind == "gpu" and "hosting" not in self.model_fields_set:
             self.hosting = "cloud"
+        # A unit bought is never guessed: a node needs gpus_per_node, a rack nodes_per_rack as well.
+        needs = {"node": ("gpus_per_node",), "rack": ("gpus_per_node", "nodes_per_rack")}.get(str(self.bought_in), ())
+        missing = [k for k in needs if getattr(self, k) is None]
+        if missing:
+            raise rule_broken(f"deployment {self.deployment_id} is bought_in {self.bought_in} but has no "
+                              f"{' and no '.join(missing)}, so a {self.bought_in} has no size in GPUs. Give "
+                              f"{' and '.join(missing)} (docs/configuration.md).", self.line_of("bought_in"))
 
 
 class DeploymentsFile(ConfigModel):

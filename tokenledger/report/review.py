@@ -994,10 +994,20 @@ def _peak_item(review: Review, cap: Row) -> Text:
 
 def _failure_item(review: Review, cap: Row) -> Text:
     plan, whole = _plan_of(review, cap["deployment_id"]), _whole_row(review, cap["model"]) or {}
-    text = Text(Term("N+", "n-plus-1"), fig(plan, PLAN, "headroom_failure_replicas", "int"), ": ",
-                fig(plan, PLAN, "headroom_failure_replicas", "int"),
-                " replica(s) may fail and the rest keep the SLO = ",
-                fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs")
+    if plan.get("headroom_failure_domain") in ("node", "rack"):
+        # N-k of nodes or racks: a failed domain takes down every replica with a GPU in it.
+        domain = fig(plan, PLAN, "headroom_failure_domain", "text")
+        text = Text(Term("N+", "n-plus-1"), fig(plan, PLAN, "headroom_n_minus_k", "int"), " ", domain, ": ",
+                    fig(plan, PLAN, "headroom_n_minus_k", "int"), " ", domain, "(s) of ",
+                    fig(plan, PLAN, "gpus_per_failure_domain", "int"), " GPUs may fail, taking down ",
+                    fig(plan, PLAN, "headroom_failure_replicas", "int"), " replica(s) of ",
+                    fig(plan, PLAN, "gpus_per_replica", "int"), " GPUs, and the rest keep the SLO = ",
+                    fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs")
+    else:
+        text = Text(Term("N+", "n-plus-1"), fig(plan, PLAN, "headroom_failure_replicas", "int"), ": ",
+                    fig(plan, PLAN, "headroom_failure_replicas", "int"),
+                    " replica(s) may fail and the rest keep the SLO = ",
+                    fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs")
     if whole.get("timeout_requests") is not None:
         text += Text("; the day's failures: ", fig(whole, SLO, "timeout_requests", "int"), " timeouts, ",
                      fig(whole, SLO, "disconnected_requests", "int"), " disconnects, ",
@@ -1059,7 +1069,19 @@ def _headroom_item(review: Review, cap: Row) -> Text:
         fig(plan, PLAN, "headroom_release_gpus", "gpus"),
         " + ", fig(plan, PLAN, "headroom_jitter_gpus", "gpus"), " GPUs) and ",
         fig(plan, PLAN, "headroom_failure_gpus", "gpus"), " GPUs for failed replicas. ",
-        gpus_needed_text(review, cap["deployment_id"]))
+        gpus_needed_text(review, cap["deployment_id"]), _units_text(plan))
+
+
+def _units_text(plan: Row) -> Text:
+    """GPUs needed in the unit the deployment is bought in (a node, a rack), when it is not a GPU."""
+    if plan.get("bought_in") not in ("node", "rack") or plan.get("units_needed") is None:
+        return Text()
+    unit = fig(plan, PLAN, "bought_in", "text")
+    return Text(" In the unit bought: ", fig(plan, PLAN, "units_needed", "int"), " ", unit, "(s) of ",
+                fig(plan, PLAN, "gpus_per_unit", "int"), " GPUs needed against ",
+                fig(plan, PLAN, "units_deployed", "gpus"), " in force (", fig(plan, PLAN, "unit_surplus", "gpus"),
+                " to spare; negative: short); one ", unit, " delivers ",
+                fig(plan, PLAN, "daily_capacity_tokens_per_unit", "tokens"), " output tokens a day within the SLO.")
 
 
 def _validation_item(review: Review, cap: Row) -> Text:
