@@ -18,7 +18,10 @@ T = datetime(2026, 11, 10, 2, tzinfo=UTC)
 VERSION = {"model": "m70", "kind": "gpu", "model_version": "3.1", "engine": "vllm", "engine_version": "0.6.3",
            "gpu_type": "H100",
            "gpus": 16, "gpus_per_replica": 8, "tp": 8, "pp": 1, "quantization": "fp8",
-           "cache_policy": "prefix-cache"}
+           "cache_policy": "prefix-cache", "max_num_seqs": 256, "max_num_batched_tokens": 8192,
+           "chunked_prefill": True}
+# The batching settings a run ran with, as core.loadtest_steps carries them (run.yaml's, else the inventory's).
+BATCHING = {k: VERSION[k] for k in ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill")}
 
 
 def _table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
@@ -33,7 +36,8 @@ def _step(run_id: str, start: datetime, **changes: Any) -> dict[str, Any]:
     row = {"run_id": run_id, "deployment_id": "d", "step_start": start, "gpus": 16, "lambda_slo_max": 2.0,
            "goodput_per_gpu_at_max": 300.0, "verified": True, "first_failing_step_rate": 2.5,
            "stable_window_min": 30, "segment_minutes": 31.0, "is_lambda_slo_max_step": True,
-           "stable_windows_met": 1, "stable_windows": 1, "arrival_rate_measured": 2.0, "e2e_mean_ms": 12_000.0}
+           "stable_windows_met": 1, "stable_windows": 1, "arrival_rate_measured": 2.0, "e2e_mean_ms": 12_000.0,
+           **BATCHING}
     row.update(changes)
     return row
 

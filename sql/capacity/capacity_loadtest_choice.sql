@@ -1,11 +1,14 @@
 -- The load-test run that speaks for each deployment in force on the day: the most recent run (by its start, the
 -- first step's start) that started before the end of the day, of the same deployment_id, measured on a version
 -- whose configuration identity equals the version in force at the end of the day. The identity is the model and
--- its model_version, the engine and its engine_version, gpu_type, gpus_per_replica, tp, pp, quantization and
--- cache_policy (seed 003: capacity is bound to the model and its configuration; seed 002: an engine or model
--- upgrade voids the old capacity conclusion). An optional field left undeclared equals an undeclared one. The
--- replica count may differ: goodput per GPU carries over a scale-up. loadtest_history holds core.loadtest_steps of
--- every day up to this one; the run's configuration is the inventory version in force at its start.
+-- its model_version, the engine and its engine_version, gpu_type, gpus_per_replica, tp, pp, quantization,
+-- cache_policy and the engine's batching settings max_num_seqs, max_num_batched_tokens and chunked_prefill (seed
+-- 003: capacity is bound to the model and its configuration; seed 002: an engine or model upgrade voids the old
+-- capacity conclusion; seed 000: throughput under an SLA depends on the batching policy). An optional field left
+-- undeclared equals an undeclared one. The replica count may differ: goodput per GPU carries over a scale-up.
+-- loadtest_history holds core.loadtest_steps of every day up to this one; the run's configuration is the inventory
+-- version in force at its start, but for its batching settings, which core.loadtest_steps carries as the run ran
+-- them (run.yaml's, else that inventory version's: sql/capacity/loadtest_batching.sql).
 --
 -- One row per deployment in force, with NULL run columns when no run matches. Beside it: how many runs measured
 -- another configuration, and the most recent of them that is newer than the chosen run (or the most recent at all
@@ -19,6 +22,9 @@ WITH runs AS (
         any_value(deployment_id) AS deployment_id,
         min(step_start) AS run_start,
         any_value(gpus) AS gpus,
+        any_value(max_num_seqs) AS max_num_seqs,
+        any_value(max_num_batched_tokens) AS max_num_batched_tokens,
+        any_value(chunked_prefill) AS chunked_prefill,
         any_value(lambda_slo_max) AS lambda_slo_max,
         any_value(goodput_per_gpu_at_max) AS goodput_per_gpu_at_max,
         bool_or(verified) AS verified,
@@ -56,7 +62,10 @@ configuration AS (
         arg_max(tp, in_force_to) AS tp,
         arg_max(pp, in_force_to) AS pp,
         arg_max(quantization, in_force_to) AS quantization,
-        arg_max(cache_policy, in_force_to) AS cache_policy
+        arg_max(cache_policy, in_force_to) AS cache_policy,
+        arg_max(max_num_seqs, in_force_to) AS max_num_seqs,
+        arg_max(max_num_batched_tokens, in_force_to) AS max_num_batched_tokens,
+        arg_max(chunked_prefill, in_force_to) AS chunked_prefill
     FROM day_deployments
     WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
     GROUP BY deployment_id
@@ -65,7 +74,7 @@ compared AS (
     SELECT
         c.deployment_id,
         r.* EXCLUDE (deployment_id, model, model_version, engine, engine_version, gpu_type, gpus_per_replica, tp, pp,
-                     quantization, cache_policy),
+                     quantization, cache_policy, max_num_seqs, max_num_batched_tokens, chunked_prefill),
         r.gpus_per_replica AS run_gpus_per_replica,
         -- Each field that differs, as "field run value → value now"; an undeclared value reads "not declared".
         list_filter([
@@ -92,7 +101,16 @@ compared AS (
             CASE WHEN r.quantization IS DISTINCT FROM c.quantization
                  THEN 'quantization ' || coalesce(r.quantization, 'not declared') || ' → ' || c.quantization END,
             CASE WHEN r.cache_policy IS DISTINCT FROM c.cache_policy
-                 THEN 'cache_policy ' || coalesce(r.cache_policy, 'not declared') || ' → ' || c.cache_policy END
+                 THEN 'cache_policy ' || coalesce(r.cache_policy, 'not declared') || ' → ' || c.cache_policy END,
+            CASE WHEN r.max_num_seqs IS DISTINCT FROM c.max_num_seqs
+                 THEN 'max_num_seqs ' || coalesce(r.max_num_seqs::VARCHAR, 'not declared') || ' → '
+                      || coalesce(c.max_num_seqs::VARCHAR, 'not declared') END,
+            CASE WHEN r.max_num_batched_tokens IS DISTINCT FROM c.max_num_batched_tokens
+                 THEN 'max_num_batched_tokens ' || coalesce(r.max_num_batched_tokens::VARCHAR, 'not declared')
+                      || ' → ' || coalesce(c.max_num_batched_tokens::VARCHAR, 'not declared') END,
+            CASE WHEN r.chunked_prefill IS DISTINCT FROM c.chunked_prefill
+                 THEN 'chunked_prefill ' || coalesce(r.chunked_prefill::VARCHAR, 'not declared') || ' → '
+                      || coalesce(c.chunked_prefill::VARCHAR, 'not declared') END
         ], lambda x: x IS NOT NULL) AS differences,
         len(differences) = 0 AS same_configuration
     FROM configuration AS c

@@ -86,21 +86,24 @@ from tokenledger.ingest.landing import LandingFile, landing_files
 from tokenledger.ingest.readers import read_error
 from tokenledger.ingest.sources import GATEWAY_FORMATS, stage_gateway_files
 from tokenledger.storage import lake
-from tokenledger.storage.duck import literal_path, sql_path, statement, used_params
+from tokenledger.storage.duck import literal_path, run_sql, sql_path, statement, used_params
 from tokenledger.storage.lake import DayWindow
 from tokenledger.storage.layout import HomeLayout
 
 RUN_FILE = "run.yaml"
 GATEWAY, VLLM_BENCH = "gateway", "vllm-bench"
 # The keys of run.yaml per format, in the order messages list them; all required (`format` may be left out for
-# gateway, its default).
+# gateway, its default). BATCHING_KEYS are taken by every format, and optional.
 FORMAT_KEYS = {
     GATEWAY: ("run_id", "model", "deployment_id", "start", "warmup_min", "steps"),
     VLLM_BENCH: ("run_id", "format", "model", "deployment_id", "start", "warmup_min"),
 }
 FORMAT_FILES = {GATEWAY: "request files in the gateway_request contract",
                 VLLM_BENCH: "vllm bench serve --save-result --save-detailed result files"}
-RUN_KEYS = ("run_id", "format", "model", "deployment_id", "start", "warmup_min")
+# The engine's batching settings the run ran with: optional in every format; each one left out is the inventory's at
+# the run's start (sql/capacity/loadtest_batching.sql). Part of the run's configuration identity.
+BATCHING_KEYS = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill")
+RUN_KEYS = ("run_id", "format", "model", "deployment_id", "start", "warmup_min", *BATCHING_KEYS)
 STEP_KEYS = {"arrival_rate", "start", "end"}
 VLLM_BENCH_FORMATS = {".json": "json"}
 # gateway_request columns -> the vLLM fields they are read from, for quarantine reasons.
@@ -242,7 +245,7 @@ def _run_format(doc: _Mapping, path: Path) -> str:
         raise ConfigError(f"{path} line {doc.line_of('steps')}: steps: a {VLLM_BENCH} run takes its steps from its "
                           "result files (one per file, at its request_rate, lasting its duration). Remove steps "
                           "and re-run.")
-    _check_keys(doc, set(keys) | {"format"}, path, f"a {fmt} {RUN_FILE}")
+    _check_keys(doc, set(keys) | {"format", *BATCHING_KEYS}, path, f"a {fmt} {RUN_FILE}")
     missing = [k for k in keys if doc.get(k) is None]
     if missing:
         raise ConfigError(f"{path} line {_line(doc, 1)}: {missing[0]}: required but missing; a {fmt} {RUN_FILE} "
@@ -454,6 +457,7 @@ def measure_loadtests(con: duckdb.DuckDBPyConnection, layout: HomeLayout, scratc
         _judge_requests(con, layout, run)
         con.execute(f"INSERT INTO {STEPS_TABLE} BY NAME " + statement("loadtest_steps"),
                     used_params(statement("loadtest_steps"), counts.params()))
+        run_sql(con, "loadtest_batching")
         ingested.append(counts)
     for kind, name in _RUN_OBJECTS:
         con.execute(f"DROP {kind} IF EXISTS {name}")
