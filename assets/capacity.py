@@ -21,6 +21,7 @@ from tokenledger.pipelines.resources import LedgerResource
 from tokenledger.capacity.day import (
     REVIEW,
     build_capacity_daily,
+    build_capacity_model,
     build_capacity_plan,
     build_capacity_review,
     build_capacity_verdict,
@@ -91,6 +92,23 @@ def load_hourly(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg
     Definition: docs/metrics.md, 6.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_load_hourly(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@table_asset("infra.capacity_model_daily")
+def capacity_model_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """The work model and the load test checked against production: C_prefill and C_decode (GPU-seconds per
+    recomputed input and per output token) fitted to the load test's steps below saturation, else to the production
+    hours not over capacity (labelled), with their fit quality; production's mix beside the capacity test's, the
+    test's age, staleness and likeness verdict with its rule; the work one GPU sustains at the capacity point, the
+    peak's work rate and the capacity rescaled to production's mix.
+
+    Grain: day x model x deployment_id (every GPU deployment in force). Source: core.gateway_requests,
+    core.usage_hourly, core.loadtest_steps (every day up to this one), core.gpu_samples (the days of the test's
+    segments), infra.gpu_usage_hourly, infra.capacity_daily, infra.load_hourly, config/slo.yaml. Definition:
+    docs/metrics.md, 6.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_capacity_model(con, ledger.layout, window),
                         needs_config=True)
 
 

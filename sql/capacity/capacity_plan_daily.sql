@@ -5,7 +5,8 @@
 -- ways (Erlang C and the rule of thumb with its redundancy), the Erlang C plan's GPUs with the policy's headroom
 -- itemized (the parts add up: base_gpus + the four percentage parts + headroom_failure_gpus = gpus_needed_erlang_c);
 -- the goodput sizing beside it (the planning peak's output token rate / the capacity goodput per GPU x the same
--- headroom) and the difference between the two; GPUs needed, the larger of the two sizings (the one figure the
+-- headroom; where infra.capacity_model_daily has the work model, the peak's work rate / the work one GPU sustains,
+-- goodput_sizing_basis says which) and the difference between the two; GPUs needed, the larger of the two sizings (the one figure the
 -- verdict and the review use, binding_sizing says which), and the Lag (scale-out plus warm-up) in GPUs; the failure
 -- domain the policy's N-k counts and the replicas its failures take down; GPUs needed and deployed in the unit bought.
 SELECT
@@ -79,7 +80,11 @@ SELECT
     f.units_needed,
     i.gpus_deployed::DOUBLE / f.gpus_per_unit AS units_deployed,
     i.gpus_deployed::DOUBLE / f.gpus_per_unit - f.units_needed AS unit_surplus,
-    f.daily_capacity_tokens_per_unit
+    f.daily_capacity_tokens_per_unit,
+    f.goodput_sizing_basis,
+    i.peak_recomputed_input_token_rate,
+    f.peak_work_rate,
+    f.sustainable_work_per_gpu
 FROM capacity_plan_inputs AS i
 JOIN capacity_plan_figures AS f ON f.deployment_id = i.deployment_id
 ORDER BY i.model, i.deployment_id

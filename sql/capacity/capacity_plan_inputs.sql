@@ -4,7 +4,8 @@
 -- requests / 3,600 s), counting every request received whatever its status; the mean and P99 E2E of successful
 -- requests (the service times of Erlang C and of seed 000's rule); the inventory at the end of the day; the SLO
 -- policy's wait limit, target and headroom; the model's load curve (infra.load_hourly); for seed 002's sizing, the
--- output token rate of the requests received in the planning peak window that reached the model and the capacity
+-- output token rate (and, for the work model, the recomputed input rate) of the requests received in the planning
+-- peak window that reached the model and the capacity
 -- goodput per GPU the day published (infra.capacity_daily, with a verified load test's concurrency per replica
 -- for an inventory without slots_per_replica); and for the review's Lag, the inventory's scale-out and warm-up
 -- minutes and the output token rate of the same-width window that many minutes before the peak; for the failure
@@ -34,13 +35,16 @@ minute_counts AS (
         (epoch_us(received_at) - epoch_us($day_start::TIMESTAMPTZ)) // 60000000 AS minute,
         count(*) AS requests,
         -- the demand on the GPUs: output of the requests that reached the model (as infra.load_hourly)
-        coalesce(sum(output_tokens) FILTER (WHERE status <> 'rejected'), 0) AS output_tokens
+        coalesce(sum(output_tokens) FILTER (WHERE status <> 'rejected'), 0) AS output_tokens,
+        -- and the input it computed again (the work model's prefill)
+        coalesce(sum(input_tokens - coalesce(cached_input_tokens, 0)) FILTER (WHERE status <> 'rejected'), 0)
+            AS recomputed_tokens
     FROM day_requests
     GROUP BY ALL
 ),
 grid AS (
     SELECT c.deployment_id, m.range AS minute, coalesce(n.requests, 0) AS requests,
-           coalesce(n.output_tokens, 0) AS output_tokens
+           coalesce(n.output_tokens, 0) AS output_tokens, coalesce(n.recomputed_tokens, 0) AS recomputed_tokens
     FROM configuration AS c
     CROSS JOIN range(epoch($day_end::TIMESTAMPTZ - $day_start::TIMESTAMPTZ)::BIGINT // 60) AS m
     LEFT JOIN minute_counts AS n ON n.deployment_id = c.deployment_id AND n.minute = m.range
@@ -50,7 +54,8 @@ five_minutes AS (
         deployment_id,
         minute,
         sum(requests) OVER w AS requests,
-        sum(output_tokens) OVER w AS output_tokens
+        sum(output_tokens) OVER w AS output_tokens,
+        sum(recomputed_tokens) OVER w AS recomputed_tokens
     FROM grid
     WINDOW w AS (PARTITION BY deployment_id ORDER BY minute ROWS BETWEEN CURRENT ROW AND 4 FOLLOWING)
 ),
@@ -59,7 +64,8 @@ busiest_5min AS (
         deployment_id,
         first(minute ORDER BY requests DESC, minute) AS minute,
         max(requests) AS requests,
-        first(output_tokens ORDER BY requests DESC, minute) AS output_tokens
+        first(output_tokens ORDER BY requests DESC, minute) AS output_tokens,
+        first(recomputed_tokens ORDER BY requests DESC, minute) AS recomputed_tokens
     FROM five_minutes
     GROUP BY deployment_id
 ),
@@ -68,8 +74,10 @@ busiest_hour AS (
         deployment_id,
         first(hour ORDER BY requests DESC, hour) AS hour,
         max(requests) AS requests,
-        first(output_tokens ORDER BY requests DESC, hour) AS output_tokens
-    FROM (SELECT deployment_id, minute // 60 AS hour, sum(requests) AS requests, sum(output_tokens) AS output_tokens
+        first(output_tokens ORDER BY requests DESC, hour) AS output_tokens,
+        first(recomputed_tokens ORDER BY requests DESC, hour) AS recomputed_tokens
+    FROM (SELECT deployment_id, minute // 60 AS hour, sum(requests) AS requests, sum(output_tokens) AS output_tokens,
+                 sum(recomputed_tokens) AS recomputed_tokens
           FROM grid GROUP BY ALL)
     GROUP BY deployment_id
 ),
@@ -82,6 +90,8 @@ peak AS (
         CASE p.peak_basis WHEN 'busiest_hour' THEN 60 ELSE 5 END AS width_minutes,
         CASE p.peak_basis WHEN 'busiest_hour' THEN bh.requests ELSE b5.requests END AS requests,
         CASE p.peak_basis WHEN 'busiest_hour' THEN bh.output_tokens ELSE b5.output_tokens END AS output_tokens,
+        CASE p.peak_basis WHEN 'busiest_hour' THEN bh.recomputed_tokens ELSE b5.recomputed_tokens END
+            AS recomputed_tokens,
         -- The lag (scale-out plus warm-up) in whole minutes; NULL when the inventory gives neither.
         CASE WHEN c.scale_out_minutes IS NOT NULL OR c.warmup_minutes IS NOT NULL
              THEN round(coalesce(c.scale_out_minutes, 0) + coalesce(c.warmup_minutes, 0))::BIGINT END AS lag_minutes
@@ -134,6 +144,7 @@ SELECT
     coalesce(k.requests, 0) / (k.width_minutes * 60.0) AS peak_arrival_rate,
     coalesce(k.output_tokens, 0)::BIGINT AS peak_output_tokens,
     coalesce(k.output_tokens, 0) / (k.width_minutes * 60.0) AS peak_output_token_rate,
+    coalesce(k.recomputed_tokens, 0) / (k.width_minutes * 60.0) AS peak_recomputed_input_token_rate,
     coalesce(s.requests, 0)::BIGINT AS requests,
     coalesce(s.successful_requests, 0)::BIGINT AS successful_requests,
     s.mean_service_time_s,

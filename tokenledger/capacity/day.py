@@ -34,6 +34,7 @@ from tokenledger.capacity.queueing import (
     unit_gpus,
     units_needed,
 )
+from tokenledger.capacity.work import model_figures
 from tokenledger.contracts import load_contract
 from tokenledger.errors import ConfigError, LedgerError
 from tokenledger.faults import failpoint
@@ -428,6 +429,70 @@ def build_load_hourly(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window
             "backlog_carried_in": sum(v for m, v in carried.items() if m in hours)}
 
 
+# --- infra.capacity_model_daily ------------------------------------------------------------------------------------
+
+def attach_loadtest_gpu_samples(con: duckdb.DuckDBPyConnection, layout: HomeLayout) -> int:
+    """View `loadtest_gpu_samples`: core.gpu_samples of every day a measurement segment of the load tests in
+    `capacity_model_test` touches (a run may be days older than the day); returns the days found."""
+    days = sorted({d for row in _rows(
+        con, "SELECT DISTINCT timezone('UTC', s.segment_start)::DATE AS a, timezone('UTC', s.segment_end)::DATE AS b "
+             "FROM loadtest_history AS s JOIN capacity_model_test AS t ON t.loadtest_run_id = s.run_id")
+        for d in (row["a"], row["b"])})
+    files = [p for d in days if (p := lake.day_file(layout.lake, "core", "gpu_samples", d)).is_file()]
+    if files:
+        con.execute("CREATE OR REPLACE TEMP VIEW loadtest_gpu_samples AS SELECT * FROM read_parquet(["
+                    + ", ".join(sql_path(p) for p in files) + "], union_by_name = true, hive_partitioning = false)")
+    else:
+        columns = load_contract("core_gpu_samples").table().columns
+        con.execute("CREATE OR REPLACE TEMP VIEW loadtest_gpu_samples AS SELECT "
+                    + ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in columns) + " WHERE false")
+    return len(files)
+
+
+_MODEL_SCHEMA = pa.schema([
+    ("deployment_id", pa.string()), ("c_prefill", pa.float64()), ("c_decode", pa.float64()),
+    ("coefficients_source", pa.string()), ("coefficients_run_id", pa.string()), ("fit_points", pa.int64()),
+    ("fit_r2", pa.float64()), ("fit_note", pa.string()), ("loadtest_stale", pa.bool_()),
+    ("loadtest_representative", pa.bool_()), ("representativeness_rule", pa.string()),
+    ("work_per_output_token_production", pa.float64()), ("work_per_output_token_capacity", pa.float64()),
+    ("sustainable_work_per_gpu", pa.float64()), ("peak_work_rate", pa.float64()),
+    ("capacity_goodput_per_gpu_rescaled", pa.float64()), ("model_note", pa.string()),
+])
+
+
+def build_capacity_model(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: DayWindow) -> dict[str, Any]:
+    """Write infra.capacity_model_daily for the day: the load test that speaks for each deployment
+    (sql/capacity/capacity_loadtest_choice.sql), the planning peak (sql/capacity/capacity_plan_inputs.sql), the
+    mixes (sql/capacity/capacity_model_inputs.sql) and the points of the fit (sql/capacity/work_model_*_points.sql),
+    the work model of each deployment here (tokenledger/capacity/work.py), then sql/capacity/capacity_model_daily.sql.
+    """
+    judge_requests(con, layout, window)
+    attach_day(con, layout, window, "day_usage", "core", "usage_hourly")
+    attach_day(con, layout, window, "day_gpu_usage_hourly", "infra", "gpu_usage_hourly")
+    attach_day(con, layout, window, "day_load_hourly", "infra", "load_hourly")
+    attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
+    attach_loadtest_history(con, layout, window)
+    for name, sql in (("capacity_model_test", "capacity_loadtest_choice"),
+                      ("capacity_model_peak", "capacity_plan_inputs"),
+                      ("capacity_model_inputs", "capacity_model_inputs")):
+        text = f"CREATE OR REPLACE TEMP TABLE {name} AS " + statement(sql)
+        con.execute(text, used_params(text, window.params()))
+    telemetry_days = attach_loadtest_gpu_samples(con, layout)
+    points: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
+    for kind in ("loadtest", "production"):
+        for row in _rows(con, statement(f"work_model_{kind}_points")):
+            points.setdefault(row["deployment_id"], {}).setdefault(kind, []).append(
+                (row["recomputed_input_token_rate"], row["output_token_rate"], row["busy_gpus"]))
+    figures = [model_figures(row, points.get(row["deployment_id"], {}).get("loadtest", []),
+                             points.get(row["deployment_id"], {}).get("production", []))
+               for row in _rows(con, "SELECT * FROM capacity_model_inputs ORDER BY deployment_id")]
+    _temp_table(con, "capacity_model_figures", figures, _MODEL_SCHEMA)
+    rows = write_table(con, layout, window, "infra", "capacity_model_daily")
+    sources = [f["coefficients_source"] or "none" for f in figures]
+    return {"rows": rows, "loadtest_telemetry_days": telemetry_days,
+            **{f"coefficients_{s}": sources.count(s) for s in sorted(set(sources))}}
+
+
 # --- infra.capacity_plan_daily -------------------------------------------------------------------------------------
 
 def planning_slots(inputs: Mapping[str, Any]) -> tuple[float | None, str | None]:
@@ -497,18 +562,30 @@ def goodput_sizing(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Seed 002's sizing beside the Erlang C plan: GPUs needed ~ the planning peak's output token rate / the
     capacity goodput per GPU x the policy's headroom (queueing.goodput_gpus_needed); NULL without a capacity figure.
     The Lag (the inventory's scale-out plus warm-up minutes) in GPUs: how much the output token rate grew over that
-    many minutes before the planning peak, at the capacity goodput per GPU."""
+    many minutes before the planning peak, at the capacity goodput per GPU.
+
+    Where infra.capacity_model_daily has the work model (peak_work_rate and sustainable_work_per_gpu), the base is
+    the peak's work rate / the work one GPU sustains at the capacity point, so the mix counts
+    (goodput_sizing_basis 'work_model'); otherwise the output tokens alone ('output_only')."""
     per_gpu = inputs.get("capacity_goodput_per_gpu")
     out: dict[str, Any] = {"goodput_sizing_base_gpus": None, "gpus_needed_goodput": None,
-                           "replicas_needed_goodput": None, "lag_growth_token_rate": None, "lag_gpus": None}
+                           "replicas_needed_goodput": None, "lag_growth_token_rate": None, "lag_gpus": None,
+                           "goodput_sizing_basis": None, "peak_work_rate": inputs.get("peak_work_rate"),
+                           "sustainable_work_per_gpu": inputs.get("sustainable_work_per_gpu")}
     lag = inputs.get("lag_minutes")
     if lag is not None and inputs.get("lag_start_output_token_rate") is not None:
         out["lag_growth_token_rate"] = max(0.0, inputs["peak_output_token_rate"]
                                            - inputs["lag_start_output_token_rate"])
     if not per_gpu or per_gpu <= 0:
         return out
-    need = goodput_gpus_needed(inputs["peak_output_token_rate"], per_gpu, inputs["gpus_per_replica"],
-                               _headroom(inputs))
+    work, sustainable = inputs.get("peak_work_rate"), inputs.get("sustainable_work_per_gpu")
+    if work is not None and sustainable:
+        need = goodput_gpus_needed(work, sustainable, inputs["gpus_per_replica"], _headroom(inputs))
+        out["goodput_sizing_basis"] = "work_model"
+    else:
+        need = goodput_gpus_needed(inputs["peak_output_token_rate"], per_gpu, inputs["gpus_per_replica"],
+                                   _headroom(inputs))
+        out["goodput_sizing_basis"] = "output_only"
     out.update(goodput_sizing_base_gpus=need.base_gpus, gpus_needed_goodput=need.gpus_needed,
                replicas_needed_goodput=need.replicas_needed)
     if out["lag_growth_token_rate"] is not None:
@@ -591,7 +668,13 @@ def plan_figures(inputs: Mapping[str, Any]) -> dict[str, Any]:
     out["binding_sizing"] = (None if not both else "goodput" if erlang_c is None
                              or (goodput or 0) > erlang_c else "erlang_c")
     out["gpus_needed_difference"] = (None if len(both) < 2 else goodput - erlang_c)
-    if sizing["gpus_needed_goodput"] is not None:
+    if sizing["goodput_sizing_basis"] == "work_model":
+        note += (f"; goodput sizing by the work model: {inputs['peak_work_rate']:.4g} GPU-s/s of work at the peak "
+                 f"({inputs['peak_output_token_rate']:.4g} output and {inputs['peak_recomputed_input_token_rate']:.4g}"
+                 f" recomputed input tok/s) / {inputs['sustainable_work_per_gpu']:.4g} sustainable per GPU = "
+                 f"{sizing['goodput_sizing_base_gpus']:.3g} GPUs before headroom, {sizing['gpus_needed_goodput']:.3g}"
+                 " with it")
+    elif sizing["gpus_needed_goodput"] is not None:
         note += (f"; goodput sizing: {inputs['peak_output_token_rate']:.4g} output tok/s at the peak / "
                  f"{inputs['capacity_goodput_per_gpu']:.4g} tok/s per GPU = {sizing['goodput_sizing_base_gpus']:.3g}"
                  f" GPUs before headroom, {sizing['gpus_needed_goodput']:.3g} with it")
@@ -615,7 +698,8 @@ _PLAN_SCHEMA = pa.schema([
     ("goodput_sizing_base_gpus", pa.float64()), ("gpus_needed_goodput", pa.float64()),
     ("replicas_needed_goodput", pa.int64()), ("gpus_needed_difference", pa.float64()),
     ("gpus_needed", pa.float64()), ("binding_sizing", pa.string()), ("lag_growth_token_rate", pa.float64()),
-    ("lag_gpus", pa.float64()),
+    ("lag_gpus", pa.float64()), ("goodput_sizing_basis", pa.string()), ("peak_work_rate", pa.float64()),
+    ("sustainable_work_per_gpu", pa.float64()),
     ("headroom_failure_domain", pa.string()), ("gpus_per_failure_domain", pa.int64()),
     ("headroom_failure_replicas", pa.int64()), ("bought_in", pa.string()), ("gpus_per_unit", pa.int64()),
     ("units_needed", pa.int64()), ("daily_capacity_tokens_per_unit", pa.float64()),
@@ -628,9 +712,13 @@ def build_capacity_plan(con: duckdb.DuckDBPyConnection, layout: HomeLayout, wind
     judge_requests(con, layout, window)
     attach_day(con, layout, window, "day_load_hourly", "infra", "load_hourly")
     attach_day(con, layout, window, "day_capacity", "infra", "capacity_daily")
+    attach_day(con, layout, window, "day_capacity_model", "infra", "capacity_model_daily")
     text = "CREATE OR REPLACE TEMP TABLE capacity_plan_inputs AS " + statement("capacity_plan_inputs")
     con.execute(text, used_params(text, window.params()))
-    inputs = _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")
+    work = {r["deployment_id"]: r for r in _rows(con, "SELECT deployment_id, peak_work_rate, sustainable_work_per_gpu "
+                                                      "FROM day_capacity_model")}
+    inputs = [{**row, **work.get(row["deployment_id"], {})}
+              for row in _rows(con, "SELECT * FROM capacity_plan_inputs ORDER BY deployment_id")]
     for row in inputs:
         if (unsized := unsized_failure_domain(row, layout.config / "deployments.yaml")) is not None:
             raise ConfigError(unsized)
