@@ -32,6 +32,7 @@ from tokenledger.capacity.day import (
     staged_report_paths,
 )
 from tokenledger.capacity.memory import build_gpu_memory
+from tokenledger.capacity.sweep import build_loadtest_sweep
 from tokenledger.catalog import PUBLISHED_TABLES
 from tokenledger.storage.lake import DayWindow
 
@@ -78,6 +79,20 @@ def capacity_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) ->
     finance.cost_per_mtok_daily, config/costs.yaml list prices. Definition: docs/metrics.md, 2 and 5.
     """
     return for_each_day(context, ledger, lambda con, window, _: build_capacity_daily(con, ledger.layout, window),
+                        needs_config=True)
+
+
+@table_asset("infra.loadtest_sweep_daily")
+def loadtest_sweep_daily(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.MaterializeResult:
+    """Goodput against concurrency along the load test that speaks for each deployment on the day: per step, the
+    arrival rate aimed at and measured, Little's-law concurrency (per replica too), goodput per GPU, attainment,
+    the P99 latencies, whether every commitment held, and the knee (the run's lambda_slo_max step).
+
+    Grain: day x model x deployment_id x step_index (the steps of the run the capacity choice takes; none without
+    one). Source: core.loadtest_steps (every day up to this one), core.deployments_daily. Definition:
+    docs/metrics.md, 5; contract data_contracts/infra/infra_loadtest_sweep_daily.odcs.yaml.
+    """
+    return for_each_day(context, ledger, lambda con, window, _: build_loadtest_sweep(con, ledger.layout, window),
                         needs_config=True)
 
 

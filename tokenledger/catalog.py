@@ -123,6 +123,8 @@ TABLES = (
     _t("infra.capacity_daily", "capacity", "day x model x deployment_id",
        ("core.usage_hourly", *_REQUESTS, "core.capacity_windows", "core.loadtest_steps",
         "finance.cost_per_mtok_daily"), published=True),
+    _t("infra.loadtest_sweep_daily", "capacity", "day x model x deployment_id x step_index (the run chosen)",
+       ("core.loadtest_steps", "core.deployments_daily"), published=True),
     _t("infra.load_hourly", "capacity", "day x hour x model", ("core.usage_hourly", *_REQUESTS, "infra.capacity_daily"),
        published=True),
     _t("infra.capacity_model_daily", "capacity", "day x model x deployment_id (GPU deployments)",

@@ -70,7 +70,8 @@ class Review:
     infra.gpu_usage_daily rows (day, deployment_id, gpus, gpus_measured, power_w, power_basis, raw_throughput,
     slo_goodput, goodput_per_watt, goodput_per_watt_nominal) of every published day up to this one; `run_id`: the
     Dagster run writing the review; `published_run_id`: the run that published the day's figures; `verdict`:
-    infra.capacity_verdict_daily rows (one per deployment), the verdict the review prints and never decides again.
+    infra.capacity_verdict_daily rows (one per deployment), the verdict the review prints and never decides again;
+    `sweep`: infra.loadtest_sweep_daily rows (the steps of the load test that speaks for each deployment).
     """
 
     day: date
@@ -90,6 +91,7 @@ class Review:
     run_id: str | None = None
     published_run_id: str | None = None
     verdict: list[Row] = field(default_factory=list)
+    sweep: list[Row] = field(default_factory=list)
 
 
 # --- formatting -------------------------------------------------------------------------------------------------------
@@ -177,6 +179,7 @@ def shown(value: Any, kind: str = "number", currency: str | None = None) -> str:
 TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "infra.capacity_verdict_daily": ("model", "deployment_id"),
     "infra.capacity_daily": ("model", "deployment_id"),
+    "infra.loadtest_sweep_daily": ("model", "deployment_id", "step_index"),
     "infra.capacity_plan_daily": ("model", "deployment_id"),
     "infra.slo_daily": ("model", "isl_bucket"),
     "infra.slo_hourly": ("model", "hour", "isl_bucket"),
@@ -426,6 +429,7 @@ SLO = "infra.slo_daily"
 TOKENS = "infra.token_split_daily"
 LOAD = "infra.load_hourly"
 WHATIF = "infra.cache_whatif_daily"
+SWEEP = "infra.loadtest_sweep_daily"
 
 
 def configuration(cap: Row, inventory: Row | None = None) -> Text:
@@ -1161,6 +1165,40 @@ def figures_table(review: Review, cap: Row) -> Table:
                  numeric={1}, css="figures")
 
 
+def sweep_parts(review: Review, cap: Row) -> list[Table | Text | str]:
+    """The load-test sweep of a deployment (infra.loadtest_sweep_daily): its knee in one line (the concurrency one
+    replica held there, goodput per GPU and the P99 latencies) and goodput against concurrency step by step; one
+    line when no load test of the configuration in force speaks for it."""
+    steps = sorted((r for r in review.sweep if r["deployment_id"] == cap["deployment_id"]),
+                   key=lambda r: r["step_index"])
+    if not steps:
+        return [f"Load-test sweep of {cap['deployment_id']}: no load test of the configuration in force."]
+    knee = next((r for r in steps if r["is_knee"]), None)
+    first = steps[0]
+    run = Text("load test ", fig(first, SWEEP, "loadtest_run_id", "text"), " (max_num_seqs ",
+               fig(first, SWEEP, "max_num_seqs", "int"), ", verified: ", fig(first, SWEEP, "loadtest_verified", "text"),
+               ")")
+    if knee is None:
+        line = Text("No knee: no step of ", run, " kept every commitment.")
+    else:
+        line = Text("Knee at ", fig(knee, SWEEP, "concurrency_per_replica", "rate"),
+                    " concurrent requests per replica (", fig(knee, SWEEP, "arrival_rate", "rate"), " req/s): ",
+                    fig(knee, SWEEP, "goodput_per_gpu", "rate"), " tok/s per GPU, P99 TTFT ",
+                    fig(knee, SWEEP, "ttft_p99_ms", "ms"), ", P99 E2E ", fig(knee, SWEEP, "e2e_p99_ms", "ms"),
+                    "; ", run, ".")
+    rows: list[list[Cell]] = [[
+        fig(r, SWEEP, "step_index", "int"), fig(r, SWEEP, "arrival_rate", "rate"),
+        fig(r, SWEEP, "arrival_rate_measured", "rate"), fig(r, SWEEP, "concurrency_per_replica", "rate"),
+        fig(r, SWEEP, "goodput_per_gpu", "rate"), fig(r, SWEEP, "attainment", "ratio"),
+        fig(r, SWEEP, "ttft_p99_ms", "ms"), fig(r, SWEEP, "e2e_p99_ms", "ms"), fig(r, SWEEP, "all_met", "text"),
+        fig(r, SWEEP, "is_knee", "text")] for r in steps]
+    table = Table(f"Load-test sweep of {cap['deployment_id']}: goodput against concurrency",
+                  ["step", "req/s aimed", "req/s measured", "concurrent per replica", "goodput per GPU (tok/s)",
+                   "attainment", "P99 TTFT", "P99 E2E", "every commitment held", "knee"], rows,
+                  numeric={0, 1, 2, 3, 4, 5, 6, 7}, css="sweep")
+    return [line, table]
+
+
 # --- notes on what is left out ----------------------------------------------------------------------------------------
 
 def cost_notes(review: Review) -> list[str]:
@@ -1341,7 +1379,7 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
     for cap in (c for c in review.capacity if c["model"] == model):
         blocks += [Sub(f"Capacity template and figures of {cap['deployment_id']}: how GPUs needed is reached"),
                    Text(cap["deployment_id"], ": ", configuration(cap, review.deployments.get(cap["deployment_id"]))),
-                   template_table(review, cap), figures_table(review, cap)]
+                   template_table(review, cap), figures_table(review, cap), *sweep_parts(review, cap)]
     if rows:
         blocks += [Sub("P99 latency per ISL bucket"), latency_table(review, model)]
     blocks += [Sub("Workload, input tokens and prefix-cache what-if"), *token_parts(review, model)]
