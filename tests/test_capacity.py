@@ -79,7 +79,7 @@ CAPACITY_CHAIN = ["core/deployments_daily", "core/gateway_requests", "core/usage
                   "core/api_request_costs", "core/cost_lines", "core/cost_allocation_daily", "core/gpu_samples",
                   "infra/goodput_hourly", "infra/gpu_usage_hourly", "infra/gpu_usage_daily",
                   "finance/cost_per_mtok_daily", "core/loadtest_steps", "core/capacity_windows", "infra/capacity_daily",
-                  "infra/load_hourly", "infra/capacity_plan_daily"]
+                  "infra/load_hourly", "infra/capacity_model_daily", "infra/capacity_plan_daily"]
 
 
 # --- seed 000: 1,680 of 2,400 a day, yet 6 hours over capacity -------------------------------------------------

@@ -212,6 +212,7 @@ def test_without_inventory_slots_the_plan_uses_the_load_tests_concurrency() -> N
 PLAN_ROW = {**PLAN, "model": "m", "gpus_deployed": 24, "peak_to_mean": 3.0, "hours_over_capacity": 0,
             "max_backlog_tokens": 0.0, "requests": 70, "successful_requests": 70, "slo_version": "v1",
             "peak_output_tokens": 3000, "peak_output_token_rate": 10.0, "capacity_goodput_per_gpu": None,
+            "peak_recomputed_input_token_rate": 100.0,
             "capacity_source": None, "scale_out_minutes": 12.0, "warmup_minutes": 3.0, "lag_minutes": 15,
             "loadtest_slots_per_replica": None, "lag_start_output_token_rate": 4.0}
 # One deployment per branch of the plan: Erlang C binds; the goodput sizing binds; no request; no successful
