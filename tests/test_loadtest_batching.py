@@ -7,6 +7,7 @@ with Little's-law concurrency and the knee, worked by hand on the hand-made run 
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.conftest import failure_text, materialize, rows, write_jsonl
 from tests.test_capacity_identity import BEFORE, UPGRADE, _choice, _step
 from tests.test_loadtest import HAND_RUN, _hand_requests, _measure
 from tokenledger.errors import LedgerError
+from tokenledger.report.review import Review, shown, sweep_parts
 
 DAY = "2026-11-16"
 DEP = "m70-h100"
@@ -108,6 +110,25 @@ def test_the_same_run_at_equal_settings_sets_capacity_and_its_sweep_by_hand(home
     assert [(r["all_met"], r["is_knee"]) for r in sweep] == [(True, True), (False, False)]
     # Its concurrency per replica is the slots one replica held within SLO that the plan may use.
     assert cap["loadtest_slots_per_replica"] == pytest.approx(first["concurrency_per_replica"])
+
+    # The review's line and table: every figure is the cell it names, as the review formats it.
+    review = Review(day=date(2026, 11, 16), capacity=[cap], plan=[], load=[], slo=[], cost_history=[], policy={},
+                    sweep=sweep)
+    line, table = sweep_parts(review, cap)
+    assert str(line) == ("Knee at 0.025 concurrent requests per replica (0.03 req/s): 0.1058 tok/s per GPU, "
+                         "P99 TTFT 300 ms, P99 E2E 1,500 ms; load test hand (max_num_seqs 256, verified: yes).")
+    assert table.text_rows() == [
+        ["0", "0.03", "0.03333", "0.025", "0.1058", "1.0000", "300 ms", "1,500 ms", "yes", "yes"],
+        ["1", "0.1", "0.1111", "0.08333", "0", "0.0000", "1,200 ms", "1,500 ms", "no", "no"]]
+    figs = line.figs() + [c for r in table.rows for c in r]
+    for f in figs:
+        key = dict(f.key)
+        (row,) = [r for r in sweep if r["step_index"] == key["step_index"]]
+        assert (f.table, key["deployment_id"]) == ("infra.loadtest_sweep_daily", DEP)
+        assert f.text == shown(row[f.column], f.kind)
+    # Without a run of its configuration, one line says so.
+    empty = Review(day=date(2026, 11, 16), capacity=[cap], plan=[], load=[], slo=[], cost_history=[], policy={})
+    assert sweep_parts(empty, cap) == [f"Load-test sweep of {DEP}: no load test of the configuration in force."]
 
 
 @pytest.mark.parametrize(("edit", "expected"), [
