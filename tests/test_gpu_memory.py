@@ -8,6 +8,7 @@ deployment, passes its contract, and its 70B row is the budget worked out here.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,39 @@ def test_the_day_publishes_a_budget_per_gpu_deployment(home: Path) -> None:
                                  "kv_bytes_per_element, gpu_memory_gib, runtime_memory_gib: the figures that need "
                                  "them are not computed; no effective request reached the model: no context to count "
                                  "sequences by")
+
+
+# --- the review ------------------------------------------------------------------------------------------------------
+
+def test_the_review_prints_each_deployments_budget_from_its_published_cells() -> None:
+    from tokenledger.report.review import Review, render_html, render_markdown, tables
+
+    got = budget([M70, {**M70, "deployment_id": "m70-b", "gpu_memory_utilization": 1.0}],
+                 _contexts("m70-a") + _contexts("m70-b"),
+                 [{"deployment_id": d, "littles_law_concurrency": 200.0, "gpus_deployed": 4.0}
+                  for d in ("m70-a", "m70-b")])
+    memory = list(got.values())
+    cap = {"model": "m70", "deployment_id": "m70-a", "gpu_type": "H100", "gpus": 4.0, "tp": 2, "pp": 1,
+           "quantization": "fp8", "output_tokens": 1, "slo_version": "v1"}
+    review = Review(day=datetime(2026, 11, 17).date(), capacity=[cap], plan=[], load=[], slo=[], cost_history=[],
+                    policy={}, memory=memory)
+    budget_tables = {t.caption: t for t in tables(review) if str(t.caption).startswith("Memory budget")}
+    assert sorted(budget_tables) == ["Memory budget of m70-a, per GPU", "Memory budget of m70-b, per GPU"]
+    a = dict(budget_tables["Memory budget of m70-a, per GPU"].text_rows())
+    # The hand-worked budget as the review formats it: 4 significant digits, tokens whole.
+    assert (a["weights per GPU (GiB)"], a["KV cache per GPU (GiB)"], a["margin per GPU, left unused (GiB)"]) == (
+        "32.88", "35.12", "8")
+    assert (a["KV bytes per token, per GPU"], a["KV capacity per replica (tokens)"]) == ("81,920", "460,381")
+    assert a["sequences it holds at the mean context (3,540 tokens)"] == "130.1"
+    assert a["sequences it holds at the P99 context (30,000 tokens)"] == "15.35"
+    assert (a["concurrency per replica at the planning peak (Little's law)"],
+            a["no margin: the KV cache takes all memory left"]) == ("100", "no")
+    page, markdown = render_html(review), render_markdown(review)
+    # Every figure is its published cell: table, column and key on the span.
+    assert ('<span data-table="infra.gpu_memory_daily" data-column="kv_capacity_tokens" data-key="m70|m70-a" '
+            'data-format="tokens">460,381</span>') in page
+    # m70-b keeps no margin: a line on the model's screen, outside the folded details, says so.
+    screen = re.sub(r"<details>.*?</details>", "", page, flags=re.S)
+    assert "Memory budget of" in screen and "no margin: the KV cache takes all memory left after weights" in screen
+    assert "m70-a</span>: within budget" not in screen  # a budget within limits is not raised on the screen
+    assert "#### Memory budget of m70-a" in markdown and "| KV capacity per replica (tokens) | 460,381 |" in markdown

@@ -126,6 +126,7 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
         "gpu_usage_hourly": ["day", "hour", "model", "deployment_id"],
         "gpu_usage_daily": ["day", "model", "deployment_id"],
         "capacity_plan_daily": ["day", "model", "deployment_id"],
+        "gpu_memory_daily": ["day", "model", "deployment_id"],
         "capacity_verdict_daily": ["day", "model", "deployment_id"],
         "cache_whatif_daily": ["day", "model", "deployment_id", "scenario"]}[ref.name]
     broken = {name: n for name, q in _violations(table) if (n := con.execute(q).fetchone()[0])}

@@ -820,6 +820,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         run_id=run_id,
         published_run_id=run_id,
         verdict=_day_rows(con, layout, window, "infra", "capacity_verdict_daily"),
+        memory=_day_rows(con, layout, window, "infra", "gpu_memory_daily"),
         sweep=_day_rows(con, layout, window, "infra", "loadtest_sweep_daily"),
     )
 

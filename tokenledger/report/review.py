@@ -91,6 +91,8 @@ class Review:
     run_id: str | None = None
     published_run_id: str | None = None
     verdict: list[Row] = field(default_factory=list)
+    # infra.gpu_memory_daily rows (one per GPU deployment): the memory budget each model's details print.
+    memory: list[Row] = field(default_factory=list)
     sweep: list[Row] = field(default_factory=list)
 
 
@@ -181,6 +183,7 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "infra.capacity_daily": ("model", "deployment_id"),
     "infra.loadtest_sweep_daily": ("model", "deployment_id", "step_index"),
     "infra.capacity_plan_daily": ("model", "deployment_id"),
+    "infra.gpu_memory_daily": ("model", "deployment_id"),
     "infra.slo_daily": ("model", "isl_bucket"),
     "infra.slo_hourly": ("model", "hour", "isl_bucket"),
     "infra.goodput_hourly": ("model", "deployment_id", "hour"),
@@ -429,6 +432,7 @@ SLO = "infra.slo_daily"
 TOKENS = "infra.token_split_daily"
 LOAD = "infra.load_hourly"
 WHATIF = "infra.cache_whatif_daily"
+MEMORY = "infra.gpu_memory_daily"
 SWEEP = "infra.loadtest_sweep_daily"
 
 
@@ -1199,6 +1203,50 @@ def sweep_parts(review: Review, cap: Row) -> list[Table | Text | str]:
     return [line, table]
 
 
+def _memory_rows(review: Review, model: str) -> list[Row]:
+    return sorted((r for r in review.memory if r["model"] == model), key=lambda r: r["deployment_id"])
+
+
+def memory_parts(review: Review, model: str) -> list[Table | Text | Sub | str]:
+    """The GPU memory budget of each of the model's GPU deployments (infra.gpu_memory_daily): per GPU, weights, KV
+    cache, runtime and margin; the KV cache's capacity in tokens and in sequences at the day's mean and P99 context
+    beside the planning peak's concurrency per replica; the two flags, and the note in words first."""
+    out: list[Table | Text | Sub | str] = []
+    for m in _memory_rows(review, model):
+        items: list[tuple[Cell, Cell]] = [
+            ("GPU memory (GiB)", fig(m, MEMORY, "gpu_memory_gib", "rate")),
+            ("engine's share of it (memory utilization)", fig(m, MEMORY, "gpu_memory_utilization", "g")),
+            ("weights per GPU (GiB)", fig(m, MEMORY, "weights_gib", "rate")),
+            ("KV cache per GPU (GiB)", fig(m, MEMORY, "kv_cache_gib", "rate")),
+            ("runtime per GPU (GiB)", fig(m, MEMORY, "runtime_memory_gib", "rate")),
+            ("margin per GPU, left unused (GiB)", fig(m, MEMORY, "margin_gib", "rate")),
+            ("KV bytes per token, per GPU", fig(m, MEMORY, "kv_bytes_per_token", "tokens")),
+            ("KV capacity per replica (tokens)", fig(m, MEMORY, "kv_capacity_tokens", "tokens")),
+            (Text("sequences it holds at the mean context (", fig(m, MEMORY, "context_mean_tokens", "tokens"),
+                  " tokens)"), fig(m, MEMORY, "kv_sequences_at_mean", "rate")),
+            (Text("sequences it holds at the P99 context (", fig(m, MEMORY, "context_p99_tokens", "tokens"),
+                  " tokens)"), fig(m, MEMORY, "kv_sequences_at_p99", "rate")),
+            ("sequences the engine batches at most (max_num_seqs)", fig(m, MEMORY, "max_num_seqs", "int")),
+            ("concurrency per replica at the planning peak (Little's law)",
+             fig(m, MEMORY, "observed_concurrency_per_replica", "rate")),
+            ("no margin: the KV cache takes all memory left", fig(m, MEMORY, "kv_takes_all_memory", "text")),
+            ("peak concurrency near what the KV cache holds", fig(m, MEMORY, "concurrency_near_kv_limit", "text")),
+        ]
+        out += [Sub(f"Memory budget of {m['deployment_id']}"),
+                Text(Term("Memory budget", "memory-budget"), ": ", fig(m, MEMORY, "memory_note", "text"), "."),
+                Table(f"Memory budget of {m['deployment_id']}, per GPU", ["figure", "value"],
+                      [[k, v] for k, v in items], numeric={1}, css="figures")]
+    return out
+
+
+def memory_warnings(review: Review, model: str) -> list[Text]:
+    """A line on the model's screen for each GPU deployment whose memory budget raised a flag: no margin left, or
+    the peak's concurrency within 10% of what the KV cache holds (infra.gpu_memory_daily's note says which)."""
+    return [Text("Memory budget of ", fig(m, MEMORY, "deployment_id", "text"), ": ",
+                 fig(m, MEMORY, "memory_note", "text"), ".")
+            for m in _memory_rows(review, model) if m.get("kv_takes_all_memory") or m.get("concurrency_near_kv_limit")]
+
+
 # --- notes on what is left out ----------------------------------------------------------------------------------------
 
 def cost_notes(review: Review) -> list[str]:
@@ -1308,6 +1356,10 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
      "UTC hours whose demanded output rate exceeded capacity."),
     ("cached-input", "cached / recomputed input",
      "Prompt tokens served from the prefix cache, and the rest, which the GPUs compute again (and pay for)."),
+    ("memory-budget", "memory budget",
+     "Where each GPU's memory goes: weights, KV cache (the tokens of the sequences in flight), runtime and the "
+     "margin the engine leaves unused; the KV cache's capacity in tokens, and in sequences at the day's mean and "
+     "P99 context, against the planning peak's concurrency per replica."),
     ("erlang-c", "Erlang C plan, peak sizing",
      "GPUs for the busiest window's concurrency with queueing (Erlang C), and for its output tokens at the "
      "capacity per GPU."),
@@ -1368,6 +1420,7 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
     elif (note := attainment_note(review, model)) is not None:
         chart_notes.append(note)
     notes: list[Text | str] = [*slo_notes(review, model), *hourly_findings(review, model)]
+    notes += memory_warnings(review, model)
     blocks: list[Table | Text | Sub | str] = []
     if hosted:
         deployments = sorted({v["deployment_id"] for v in review.verdict if v["model"] == model}
@@ -1380,6 +1433,7 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
         blocks += [Sub(f"Capacity template and figures of {cap['deployment_id']}: how GPUs needed is reached"),
                    Text(cap["deployment_id"], ": ", configuration(cap, review.deployments.get(cap["deployment_id"]))),
                    template_table(review, cap), figures_table(review, cap), *sweep_parts(review, cap)]
+    blocks += memory_parts(review, model)
     if rows:
         blocks += [Sub("P99 latency per ISL bucket"), latency_table(review, model)]
     blocks += [Sub("Workload, input tokens and prefix-cache what-if"), *token_parts(review, model)]
