@@ -137,7 +137,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
     tpot_b = [20, 25, 30, 30, 30]                             # 2000/100, 5000/200, 2400/80, 1200/40, 30/1
     e2e_b = [3200, 8000, 4400, 3700, 2630]
 
-    common = {"day": D, "model": "m70", "attainment_target": 0.7, "success_rate_target": 0.8, "slo_version": "fx-1"}
+    common = {"day": D, "model": "m70", "attainment_target": 0.7, "success_rate_target": 0.8, "slo_version": "fx-1",
+              "min_requests_per_bucket": 4}
     expected = {
         # 13 requests: 1 cancelled (a13) -> 12 effective; 10 ok, 2 failed (a12 rejected, a14 error).
         # Compliant: the 10 ok but a07 (ITL 101) = 9. Attainment 9/12 = 0.75 >= 0.70, judged (12 >= 4).
@@ -154,7 +155,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                  "itl_unknown_share": 1 / 12, "attainment_met": True, "success_rate_met": True,
                  "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True, "all_met": True,
                  # The 2 failures by kind: a12 rejected, a14 an error.
-                 "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1},
+                 "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1,
+                 "judged": True},
         # 5 requests, all ok; b02 (3000) and b05 (2600) exceed 2500 ms, b04 is exactly 2500 and complies.
         # Attainment 3/5 = 0.6 < 0.70: the bucket misses its target.
         "4k-32k": {"isl_bucket": "4k-32k", "effective_requests": 5, "successful_requests": 5, "failed_requests": 0,
@@ -165,7 +167,7 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                    "e2e_p99_ms": pct(e2e_b, 99), "itl_unknown_share": 0.0, "attainment_met": False,
                    "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True,
                    "all_met": False, "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0,
-                   "rejected_requests": 0},
+                   "rejected_requests": 0, "judged": True},
         # c01 ok and compliant, c02 cancelled: 1 effective < 4, so attainment is shown but not judged.
         "32k-128k": {"isl_bucket": "32k-128k", "effective_requests": 1, "successful_requests": 1,
                      "failed_requests": 0, "cancelled_requests": 1, "compliant_requests": 1, "success_rate": 1.0,
@@ -174,7 +176,7 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                      "e2e_p99_ms": 6500.0, "itl_unknown_share": 0.0, "attainment_met": None,
                      "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True, "tpot_p99_met": True,
                      "all_met": True, "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0,
-                     "rejected_requests": 0},
+                     "rejected_requests": 0, "judged": False},
         # No requests: a row all the same, with zero counts and nothing judged.
         "128k+": {"isl_bucket": "128k+", "effective_requests": 0, "successful_requests": 0, "failed_requests": 0,
                   "cancelled_requests": 0, "compliant_requests": 0, "success_rate": None, "attainment": None,
@@ -182,7 +184,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                   "itl_p99_ms": None, "tpot_p50_ms": None, "tpot_p99_ms": None, "e2e_p99_ms": None,
                   "itl_unknown_share": None, "attainment_met": None, "success_rate_met": None,
                   "queue_p99_met": None, "itl_p99_met": None, "tpot_p99_met": None, "all_met": None,
-                  "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 0},
+                  "error_requests": 0, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 0,
+                  "judged": False},
         # Whole model: 18 effective, 16 ok, 2 failed, 2 cancelled, 9 + 3 + 1 = 13 compliant.
         # Attainment 13/18 = 0.722 >= 0.70 and success 16/18 = 0.889 >= 0.80 pass, every P99 passes
         # (ITL: position 12.87 of 14 values, 85 + 0.87 * 16 = 98.92), yet all_met is false: bucket 4k-32k fails.
@@ -196,7 +199,8 @@ def test_slo_daily_of_twenty_requests_worked_by_hand(home: Path) -> None:
                 "e2e_p99_ms": pct(e2e_a + e2e_b + [6500], 99), "itl_unknown_share": 1 / 18,
                 "attainment_met": True, "success_rate_met": True, "queue_p99_met": True, "itl_p99_met": True,
                 "tpot_p99_met": True, "all_met": False,
-                "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1},
+                "error_requests": 1, "timeout_requests": 0, "disconnected_requests": 0, "rejected_requests": 1,
+                "judged": True},
     }
     # The hand arithmetic in the comments, checked against numpy's linear interpolation.
     assert (expected["0-4k"]["ttft_p90_ms"], expected["0-4k"]["queue_p99_ms"]) == pytest.approx((910, 236.5))
@@ -453,13 +457,14 @@ def test_goodput_with_a_mid_day_scale_up(home: Path) -> None:
                   "goodput_per_gpu", "goodput_per_watt", "slo_version"]
     cap = {r["deployment_id"]: {k: r[k] for k in throughput} for r in rows(home, "infra", "capacity_daily", DAY)}
     assert set(cap) == {"m70-h100", "m8-onprem", "moe-a", "moe-b"}
-    # Produced: g1 + g2 + g3 = 600 (g4 failed); compliant: g1 + g2 = 400 (g3's TTFT 1500 > 1000).
+    # Produced: g1 + g2 + g3 = 600 (g4 failed); compliant: g1 + g2 = 400 (g3's TTFT 1500 > 1000). Raw throughput
+    # counts every effective request's output: 600 + g4's 40 = 640 (g5 was rejected with none).
     # GPUs: (16 x 12 h + 24 x 12 h) / 24 h = 20; power 20 x 700 W = 14,000 W.
     goodput = 400 / 86_400
     assert cap["m70-h100"] == pytest.approx({
         "day": D, "model": "m70", "deployment_id": "m70-h100", "gpu_type": "H100", "gpus": 20.0, "tp": 8, "pp": 1,
         "quantization": "fp8", "gpu_power_w": 700.0, "wall_time_s": 86_400.0, "output_tokens": 600,
-        "compliant_output_tokens": 400, "raw_throughput": 600 / 86_400, "slo_goodput": goodput,
+        "compliant_output_tokens": 400, "raw_throughput": 640 / 86_400, "slo_goodput": goodput,
         "goodput_per_gpu": goodput / 20, "goodput_per_watt": goodput / 14_000, "slo_version": "v1"})
     # A deployment in force without requests: 0 tokens, its own GPUs and power.
     assert cap["m8-onprem"] == pytest.approx({

@@ -150,12 +150,16 @@ def test_seed_000_a_day_at_70_percent_still_has_6_hours_over_capacity(home: Path
     # Peak hour 1 request against a mean of 1 an hour.
     assert plan["peak_to_mean"] == pytest.approx(1.0)
 
-    # Daily value at the list price 0.20 per output MTok; cost at capacity at the day's $/MTok under SLO:
-    # the rate card's cost of 4 GPUs x 24 h over the 1,680 compliant tokens, for 2,400 tokens.
-    assert cap["daily_value"] == pytest.approx(2400 / 1e6 * 0.20)
+    # The realized $/MTok under SLO: the rate card's cost of 4 GPUs x 24 h over the 1,680 compliant tokens. At the
+    # capacity point the same day's cost buys 2,400 tokens: $/MTok under SLO at capacity = cost / 2,400 x 1e6, daily
+    # value = 2,400 / 1e6 x that = the day's cost (the daily cost at capacity); revenue at the list price 0.20 per
+    # output MTok = 2,400 / 1e6 x 0.20.
     cost_total = 4 * 24 * RATE_CARD_PER_GPU_HOUR
     assert cap["cost_per_mtok_goodput"] == pytest.approx(cost_total / 1680 * 1e6)
-    assert cap["daily_cost_at_capacity"] == pytest.approx(cost_total * 2400 / 1680)
+    assert cap["cost_per_mtok_at_capacity"] == pytest.approx(cost_total / 2400 * 1e6)
+    assert cap["daily_value"] == pytest.approx(cost_total)
+    assert cap["daily_cost_at_capacity"] == pytest.approx(cost_total)
+    assert cap["revenue_at_list_price"] == pytest.approx(2400 / 1e6 * 0.20)
     assert cap["currency"] == "USD" and cap["price_version"] == "p1"
     # No request carries a session: the policy's 247 output tokens per agent step.
     assert (cap["mean_output_per_step"], cap["mean_output_per_step_source"]) == (247, "policy")
@@ -237,7 +241,8 @@ def test_demonstrated_capacity_is_the_best_window_where_every_commitment_held(ho
     # Produced: 1,000 + 2,000 + 10 x 50 (the 4k+ requests, compliant or not) = 3,500 tokens.
     assert m70["output_tokens"] == 3500
     assert m70["utilization"] == pytest.approx(3500 / (1000 / 1800 * 86_400))
-    assert m70["daily_value"] is None  # conftest's costs.yaml lists no price
+    assert m70["revenue_at_list_price"] is None  # conftest's costs.yaml lists no price
+    assert m70["daily_value"] is None  # and the bill is empty: no cost
 
     # m8: the windows that judge its cluster start from 11:35 to 12:00 (6 of them), each at attainment 0.5.
     m8_row = cap["m8-onprem"]
@@ -331,9 +336,11 @@ def test_task_attainment_beside_attainment_to_the_mean_steps(home: Path) -> None
     # 900 compliant tokens (s1 300, s2 200, s3 200, the others 200) over 1,800 s on 24 GPUs: 43,200 a day.
     assert m70["daily_capacity_tokens"] == pytest.approx(43_200)
     assert m70["supported_agent_steps"] == pytest.approx(432)
-    assert m70["daily_value"] == pytest.approx(43_200 / 1e6 * 0.80)
-    # m70 is a cloud deployment and the bill is empty: no $/MTok under SLO, so no cost at capacity.
+    assert m70["revenue_at_list_price"] == pytest.approx(43_200 / 1e6 * 0.80)
+    # m70 is a cloud deployment and the bill is empty: no cost, so no $/MTok under SLO realized or at capacity, no
+    # daily cost at capacity and no daily value (daily capacity x $/MTok under SLO at capacity).
     assert (m70["cost_per_mtok_goodput"], m70["daily_cost_at_capacity"]) == (None, None)
+    assert (m70["cost_per_mtok_at_capacity"], m70["daily_value"]) == (None, None)
 
 
 # --- the capacity plan -------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 -- Percentiles are over successful requests, with linear interpolation (quantile_cont), taken one measure at a time into
 -- slo_percentiles (sql/accounting/slo_percentiles.sql, so that a day's memory holds one measure's values). A bucket with fewer
 -- judged requests (effective, with measured latency: sql/accounting/requests_judged.sql) than min_requests_per_bucket is not
--- judged on attainment (attainment_met NULL). A p99 that no request had a value for is NULL, which is not a failure.
+-- judged on attainment (attainment_met NULL, judged false) yet keeps its row and figures, and its requests count in
+-- the 'all' row (the review says "too few requests to judge (40 of 50)"). A p99 that no request had a value for is
+-- NULL, which is not a failure.
 -- The 'all' row's all_met is false when any of its own commitments fails or any judged bucket of the model fails: it
 -- never hides a failing bucket.
 WITH stats AS (
@@ -134,6 +136,8 @@ SELECT
     error_requests,
     timeout_requests,
     disconnected_requests,
-    rejected_requests
+    rejected_requests,
+    is_judged AS judged,
+    min_requests_per_bucket
 FROM buckets_met
 ORDER BY model, bucket_order NULLS LAST

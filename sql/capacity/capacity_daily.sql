@@ -2,9 +2,18 @@
 -- wall time, per GPU and per watt (docs/metrics.md, section 2), then the capacity of section 5: the capacity
 -- goodput per GPU chosen by tokenledger.capacity.day (temp table capacity_choice: a verified load test, else the day's
 -- demonstrated lower bound, else an unverified load test, else NULL, with the note that says which and why), daily
--- capacity over the day's time-weighted GPUs, utilization, daily value at the list price and daily cost at
--- capacity at the $/MTok under SLO of finance.cost_per_mtok_daily (both in the cost policy's currency), and the
--- agent-task figures of the model. GPUs and power are time-weighted over the versions in force (a scale-up at noon
+-- capacity over the day's time-weighted GPUs, utilization, the figures at the capacity point (section 5, in the cost
+-- policy's currency: the deployment's daily cost of finance.cost_per_mtok_daily over the daily capacity is the $/MTok
+-- under SLO at capacity, daily value = daily capacity / 1e6 x that, revenue at the list price beside it; the day's
+-- realized $/MTok under SLO stays beside them), the input at capacity and the agent-task figures of the model.
+-- Raw throughput is the output of every effective request over the wall time (section 2); the output of successful
+-- requests alone is raw_throughput_successful.
+--
+-- Input at capacity: the capacity point's input per compliant output token (total, cached, recomputed), times the
+-- capacity's output rate (daily capacity / 86,400). A load test's point is its lambda_slo_max step
+-- (loadtest_history, core.loadtest_steps); a demonstrated capacity's is its best window (core.capacity_windows,
+-- is_best). Both goodputs are compliant output over the same wall time, so the rate equals the point's measured
+-- input per second per GPU scaled to the deployment's GPUs. GPUs and power are time-weighted over the versions in force (a scale-up at noon
 -- from 16 to 24 GPUs gives 20); the configuration identity (gpu_type, tp, pp, quantization, model_version, engine,
 -- engine_version, cache_policy, gpus_per_replica) is that of the version in force at the end of the day. Every deployment in force on the day has a row, with 0 tokens when it served none.
 --
@@ -30,6 +39,28 @@ WITH deployments AS (
     FROM day_deployments
     WHERE kind = 'gpu'  -- a hosted-API model's capacity is its rate limits (infra.load_hourly)
     GROUP BY model, deployment_id
+),
+effective_output AS (
+    SELECT model, deployment_id, sum(output_tokens) FILTER (WHERE is_effective) AS effective_output_tokens
+    FROM requests_judged
+    GROUP BY model, deployment_id
+),
+loadtest_point AS (  -- a run's lambda_slo_max step: its input per compliant output token
+    SELECT
+        run_id,
+        any_value(input_total / nullif(compliant_output_tokens, 0)) AS input_total_per_output,
+        any_value(input_cached / nullif(compliant_output_tokens, 0)) AS input_cached_per_output
+    FROM loadtest_history
+    WHERE is_lambda_slo_max_step
+    GROUP BY run_id
+),
+window_point AS (  -- the best window of a demonstrated capacity: its input per compliant output token
+    SELECT
+        deployment_id,
+        input_total / nullif(compliant_output_tokens, 0) AS input_total_per_output,
+        input_cached / nullif(compliant_output_tokens, 0) AS input_cached_per_output
+    FROM day_capacity_windows
+    WHERE is_best
 ),
 usage AS (
     SELECT
@@ -82,7 +113,7 @@ list_price AS (
     JOIN cost_policy AS p USING (price_version)
 ),
 cost AS (
-    SELECT c.deployment_id, c.cost_per_mtok_goodput
+    SELECT c.deployment_id, c.cost_per_mtok_goodput, c.cost_total::DOUBLE AS day_cost
     FROM day_cost_per_mtok AS c
     JOIN cost_policy AS p ON p.currency = c.currency
 ),
@@ -105,6 +136,7 @@ figures AS (
         epoch($day_end::TIMESTAMPTZ - $day_start::TIMESTAMPTZ)::DOUBLE AS wall_time_s,
         coalesce(u.output_produced, 0)::BIGINT AS output_tokens,
         coalesce(u.compliant_output_tokens, 0)::BIGINT AS compliant_output_tokens,
+        coalesce(e.effective_output_tokens, 0)::BIGINT AS effective_output_tokens,
         k.capacity_goodput_per_gpu,
         k.capacity_source,
         k.capacity_verified,
@@ -120,6 +152,11 @@ figures AS (
         (SELECT price_version FROM cost_policy) AS price_version,
         lp.output_per_mtok AS list_output_per_mtok,
         c.cost_per_mtok_goodput,
+        c.day_cost,
+        CASE k.capacity_source WHEN 'loadtest' THEN lt.input_total_per_output
+                               WHEN 'demonstrated' THEN w.input_total_per_output END AS input_total_per_output,
+        CASE k.capacity_source WHEN 'loadtest' THEN lt.input_cached_per_output
+                               WHEN 'demonstrated' THEN w.input_cached_per_output END AS input_cached_per_output,
         CASE WHEN a.session_requests > 0 THEN a.session_output_tokens / a.session_requests
              ELSE p.agent_step_output_tokens END AS mean_output_per_step,
         CASE WHEN a.session_requests > 0 THEN 'measured' ELSE 'policy' END AS mean_output_per_step_source,
@@ -136,6 +173,16 @@ figures AS (
     LEFT JOIN model_attainment AS m ON m.model = d.model
     LEFT JOIN list_price AS lp ON lp.model = d.model
     LEFT JOIN cost AS c ON c.deployment_id = d.deployment_id
+    LEFT JOIN effective_output AS e ON e.model = d.model AND e.deployment_id = d.deployment_id
+    LEFT JOIN loadtest_point AS lt ON lt.run_id = k.loadtest_run_id
+    LEFT JOIN window_point AS w ON w.deployment_id = d.deployment_id
+),
+at_capacity AS (  -- the GPUs cost the day's cost whatever their load: at capacity it buys the daily capacity
+    SELECT
+        *,
+        CASE WHEN daily_capacity_tokens > 0 THEN day_cost END AS day_cost_at_capacity,
+        day_cost_at_capacity / (daily_capacity_tokens / 1e6) AS mtok_cost_at_capacity
+    FROM figures
 )
 SELECT
     $day::DATE AS day,
@@ -150,7 +197,7 @@ SELECT
     wall_time_s,
     output_tokens,
     compliant_output_tokens,
-    output_tokens / wall_time_s AS raw_throughput,
+    effective_output_tokens / wall_time_s AS raw_throughput,
     compliant_output_tokens / wall_time_s AS slo_goodput,
     slo_goodput / nullif(gpus, 0) AS goodput_per_gpu,
     slo_goodput / nullif(gpu_power_total_w, 0) AS goodput_per_watt,
@@ -160,8 +207,8 @@ SELECT
     capacity_verified,
     daily_capacity_tokens,
     output_tokens / nullif(daily_capacity_tokens, 0) AS utilization,
-    daily_capacity_tokens / 1e6 * list_output_per_mtok AS daily_value,
-    daily_capacity_tokens / 1e6 * cost_per_mtok_goodput AS daily_cost_at_capacity,
+    daily_capacity_tokens / 1e6 * mtok_cost_at_capacity AS daily_value,
+    day_cost_at_capacity AS daily_cost_at_capacity,
     currency,
     mean_output_per_step,
     daily_capacity_tokens / mean_output_per_step AS supported_agent_steps,
@@ -185,6 +232,16 @@ SELECT
     gpus_per_replica,
     loadtest_slots_per_replica,
     other_configuration_run_id,
-    other_configuration_differences
-FROM figures
+    other_configuration_differences,
+    effective_output_tokens,
+    output_tokens / wall_time_s AS raw_throughput_successful,
+    mtok_cost_at_capacity AS cost_per_mtok_at_capacity,
+    daily_capacity_tokens / 1e6 * list_output_per_mtok AS revenue_at_list_price,
+    daily_capacity_tokens / 86400 * input_total_per_output AS input_total_rate_at_capacity,
+    daily_capacity_tokens / 86400 * input_cached_per_output AS input_cached_rate_at_capacity,
+    input_total_rate_at_capacity - input_cached_rate_at_capacity AS input_recomputed_rate_at_capacity,
+    input_total_rate_at_capacity * 86400 AS daily_input_capacity_total,
+    input_cached_rate_at_capacity * 86400 AS daily_input_capacity_cached,
+    input_recomputed_rate_at_capacity * 86400 AS daily_input_capacity_recomputed
+FROM at_capacity
 ORDER BY model, deployment_id

@@ -1,5 +1,5 @@
 -- The day's judged requests (requests_judged, day_slo_policy) as the capacity windows read them
--- (sql/capacity/capacity_in_window.sql): the columns the windows' counts, percentiles and output take, each request's offset
+-- (sql/capacity/capacity_in_window.sql): the columns the windows' counts, percentiles, output and input take, each request's offset
 -- from midnight in microseconds, and its model's window, step and last window of the day. tokenledger/capacity/day.py
 -- writes it once to a scratch file, which the windows' sizes, every batch of their percentiles and
 -- sql/capacity/capacity_windows.sql then read: each of them had judged the whole day again, so the cost grew with the
@@ -23,6 +23,8 @@ SELECT
     j.itl_max_ms,
     j.tpot_ms,
     j.output_tokens,
+    j.input_tokens,
+    coalesce(j.cached_input_tokens, 0) AS cached_input_tokens,
     epoch_us(j.received_at) - epoch_us($day_start::TIMESTAMPTZ) AS offset_us,
     p.window_us,
     p.step_us,

@@ -10,7 +10,9 @@
 -- version in force during it has the configuration of the end of the day (its identity: model and model_version,
 -- engine and engine_version, gpu_type, gpus_per_replica, tp, pp, quantization, cache_policy; an undeclared version
 -- equals an undeclared one): the figure describes that configuration. is_best marks the qualifying window with the highest
--- compliant output / (window seconds * GPUs), the earliest on a tie.
+-- compliant output / (window seconds * GPUs), the earliest on a tie. The input of the window's effective requests
+-- (total, cached, recomputed) is its mix: infra.capacity_daily reads the best window's input per compliant output token
+-- for the input at a demonstrated capacity.
 --
 -- The requests are placed in their windows by sql/capacity/capacity_in_window.sql; the windows' counts, latency percentiles
 -- and output are capacity_window_stats (sql/capacity/capacity_window_stats.sql), taken by tokenledger/capacity/day.py a batch
@@ -157,6 +159,8 @@ judged AS (
         s.tpot_p99_ms,
         coalesce(s.output_tokens, 0)::BIGINT AS output_tokens,
         coalesce(s.compliant_output_tokens, 0)::BIGINT AS compliant_output_tokens,
+        coalesce(s.input_total, 0)::BIGINT AS input_total,
+        coalesce(s.input_cached, 0)::BIGINT AS input_cached,
         v.attainment_met,
         success_rate >= p.success_rate_target AS success_rate_met,
         s.queue_p99_ms <= p.queue_p99_limit_ms AS queue_p99_met,
@@ -212,6 +216,9 @@ SELECT
     qualifies AND row_number() OVER (
         PARTITION BY deployment_id ORDER BY qualifies DESC, goodput_per_gpu DESC NULLS LAST, window_index
     ) = 1 AS is_best,
-    slo_version
+    slo_version,
+    input_total,
+    input_cached,
+    input_total - input_cached AS input_recomputed
 FROM judged
 ORDER BY model, deployment_id, window_index

@@ -579,8 +579,9 @@ def verdict_notes(review: Review) -> list[Text | str]:
 
 def slo_table(review: Review, model: str) -> Table:
     """The commitments per ISL bucket beside what the day measured (infra.slo_daily): TTFT limit, requests,
-    attainment, success rate, TTFT P99 and the bucket's verdict; a bucket with too few judged requests says 'not
-    judged', never 'missed'. The P99s of queue, ITL, TPOT and E2E are `latency_table`'s."""
+    attainment, success rate, TTFT P99 and the bucket's verdict; a bucket with too few judged requests keeps its
+    figures and says 'too few requests to judge (40 of 50)', never 'missed'. The P99s of queue, ITL, TPOT and E2E
+    are `latency_table`'s."""
     policy = review.policy.get(model, {})
     limits = {b["isl_bucket"]: b for b in policy.get("isl_buckets", [])}
     rows = []
@@ -590,8 +591,7 @@ def slo_table(review: Review, model: str) -> Table:
             fig(r, SLO, "isl_bucket", "text"),
             fig({"model": model, **bucket}, "policy", "ttft_limit_ms", "ms") if bucket is not None else "—",
             fig(r, SLO, "effective_requests", "int"), fig(r, SLO, "attainment", "ratio"),
-            fig(r, SLO, "success_rate", "ratio"), fig(r, SLO, "ttft_p99_ms", "ms"),
-            fig(r, SLO, "all_met", "met", text=shown(bucket_verdict(r), "met")),
+            fig(r, SLO, "success_rate", "ratio"), fig(r, SLO, "ttft_p99_ms", "ms"), _bucket_verdict_cell(r),
         ])
     commitments = [Text(Term("attainment", "attainment"), " ≥ ", _pol(review, model, "attainment_target", "g"),
                         " per bucket")] if policy.get("attainment_target") is not None else []
@@ -601,6 +601,17 @@ def slo_table(review: Review, model: str) -> Table:
     return Table(caption, [Head("ISL bucket", "isl-bucket"), "TTFT limit", "requests", Head("attainment", "attainment"),
                            "success rate", Head("TTFT P99", "latency"), Head("verdict", "not-judged")], rows,
                  numeric={1, 2, 3, 4, 5}, css="slo")
+
+
+def _bucket_verdict_cell(row: Row) -> Cell:
+    """A bucket's verdict in the SLO table: met, missed, or for a bucket with judged requests under the policy's
+    minimum 'too few requests to judge (40 of 50)' (its figures stay in the row, its requests in the 'all' row); a
+    bucket without a judged request (none came, or no latency logged) 'not judged'."""
+    if (row["isl_bucket"] != "all" and row.get("judged") is False and row.get("judged_requests")
+            and row.get("min_requests_per_bucket") is not None):
+        return Text("too few requests to judge (", fig(row, SLO, "judged_requests", "int"), " of ",
+                    fig(row, SLO, "min_requests_per_bucket", "int"), ")")
+    return fig(row, SLO, "all_met", "met", text=shown(bucket_verdict(row), "met"))
 
 
 def latency_table(review: Review, model: str) -> Table:
@@ -940,7 +951,6 @@ def _workload_item(review: Review, cap: Row) -> Text:
 
 
 def _baseline_item(review: Review, cap: Row) -> Text:
-    currency = cap.get("currency")
     text = Text(identity(cap), "; ", fig(cap, CAP, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU under SLO (",
                 fig(_verdict_of(review, cap["deployment_id"]), VERDICT, "capacity_basis", "text"), ")")
     if cap.get("lambda_slo_max"):
@@ -950,16 +960,34 @@ def _baseline_item(review: Review, cap: Row) -> Text:
                 Term("utilization", "utilization"),
                 " ", fig(cap, CAP, "utilization", "pct"), "; the day ran ", fig(cap, CAP, "goodput_per_gpu", "rate"),
                 " tok/s per GPU and ", fig(cap, CAP, "goodput_per_watt", "rate"), " tok/s per watt under SLO; ",
-                Term("$/MTok under SLO", "mtok-under-slo"), " ",
-                fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency), ", ",
-                Term("daily value", "daily-value"),
-                " ", fig(cap, CAP, "daily_value", "money", currency), ", ",
-                Term("daily cost at capacity", "daily-cost-at-capacity"), " ",
-                fig(cap, CAP, "daily_cost_at_capacity", "money", currency), "; supported agent steps ",
+                capacity_point_text(cap), "; supported agent steps ",
                 fig(cap, CAP, "supported_agent_steps", "tokens"), "; task attainment ",
                 fig(cap, CAP, "task_attainment", "ratio"), " against the expected (the model's attainment to the power "
                 "of the mean steps per task) ", fig(cap, CAP, "expected_task_attainment", "ratio"),
                 power_parts(review, cap))
+
+
+def capacity_point_text(cap: Row) -> Text:
+    """The money and the input at the capacity point (infra.capacity_daily): $/MTok under SLO at capacity, daily
+    value, the daily cost at capacity and revenue at the list price, beside the day's realized $/MTok under SLO; then
+    the input at capacity per second and a day, total = cached + recomputed."""
+    currency = cap.get("currency")
+    text = Text("at capacity: ", Term("$/MTok under SLO", "mtok-under-slo"), " ",
+                fig(cap, CAP, "cost_per_mtok_at_capacity", "money_mtok", currency), ", ",
+                Term("daily value", "daily-value"), " ", fig(cap, CAP, "daily_value", "money", currency), " (",
+                Term("daily cost at capacity", "daily-cost-at-capacity"), " ",
+                fig(cap, CAP, "daily_cost_at_capacity", "money", currency), "), revenue at list price ",
+                fig(cap, CAP, "revenue_at_list_price", "money", currency), "; realized: $/MTok under SLO ",
+                fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency))
+    if cap.get("input_total_rate_at_capacity") is None:
+        return text + "; input at capacity not known (no capacity point with compliant output)"
+    return Text(text, "; ", Term("input at capacity", "input-at-capacity"), " ",
+                fig(cap, CAP, "input_total_rate_at_capacity", "rate"), " tok/s = ",
+                fig(cap, CAP, "input_cached_rate_at_capacity", "rate"), " cached + ",
+                fig(cap, CAP, "input_recomputed_rate_at_capacity", "rate"), " recomputed, a day ",
+                fig(cap, CAP, "daily_input_capacity_total", "tokens"), " = ",
+                fig(cap, CAP, "daily_input_capacity_cached", "tokens"), " + ",
+                fig(cap, CAP, "daily_input_capacity_recomputed", "tokens"))
 
 
 def _peak_item(review: Review, cap: Row) -> Text:
@@ -1137,9 +1165,24 @@ def figures_table(review: Review, cap: Row) -> Table:
         ("daily capacity (output tokens)", fig(cap, CAP, "daily_capacity_tokens", "tokens")),
         ("output produced (tokens)", fig(cap, CAP, "output_tokens", "tokens")),
         ("utilization", fig(cap, CAP, "utilization", "pct")),
-        ("$/MTok under SLO", fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency)),
-        ("daily value", fig(cap, CAP, "daily_value", "money", currency)),
+        ("$/MTok under SLO at capacity", fig(cap, CAP, "cost_per_mtok_at_capacity", "money_mtok", currency)),
+        ("daily value (daily capacity × $/MTok under SLO at capacity)",
+         fig(cap, CAP, "daily_value", "money", currency)),
         ("daily cost at capacity", fig(cap, CAP, "daily_cost_at_capacity", "money", currency)),
+        ("revenue at list price (daily capacity × list price)",
+         fig(cap, CAP, "revenue_at_list_price", "money", currency)),
+        ("$/MTok under SLO realized (the day's cost over its compliant output)",
+         fig(cap, CAP, "cost_per_mtok_goodput", "money_mtok", currency)),
+        ("input at capacity, total / cached / recomputed (tok/s)",
+         Text(fig(cap, CAP, "input_total_rate_at_capacity", "rate"), " / ",
+              fig(cap, CAP, "input_cached_rate_at_capacity", "rate"), " / ",
+              fig(cap, CAP, "input_recomputed_rate_at_capacity", "rate"))),
+        ("daily input capacity, total / cached / recomputed (tokens)",
+         Text(fig(cap, CAP, "daily_input_capacity_total", "tokens"), " / ",
+              fig(cap, CAP, "daily_input_capacity_cached", "tokens"), " / ",
+              fig(cap, CAP, "daily_input_capacity_recomputed", "tokens"))),
+        ("raw throughput, effective / successful requests (tok/s)",
+         Text(fig(cap, CAP, "raw_throughput", "rate"), " / ", fig(cap, CAP, "raw_throughput_successful", "rate"))),
         ("supported agent steps", fig(cap, CAP, "supported_agent_steps", "tokens")),
         ("task attainment", fig(cap, CAP, "task_attainment", "ratio")),
         ("expected task attainment (attainment to the power of mean steps)",
@@ -1323,7 +1366,8 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("isl-bucket", "ISL bucket",
      "A range of input lengths (4k = 4,096 tokens) with its own time-to-first-token limit."),
     ("not-judged", "not judged",
-     "Too few judged requests in a bucket (or no latency logged) to say met or missed: never counted as missed."),
+     "Too few judged requests in a bucket (or no latency logged) to say met or missed: never counted as missed; "
+     "the bucket's requests still count in the model's whole-day attainment."),
     ("latency", "TTFT, ITL, TPOT, P99",
      "Time to first token (queueing included), longest gap between output tokens, mean time per output token; "
      "P99: the value 99% of requests stayed within."),
@@ -1345,9 +1389,14 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("daily-capacity", "daily capacity",
      "Capacity goodput per GPU × GPUs × 86,400 s: the good output tokens a deployment can deliver a day."),
     ("daily-value", "daily value",
-     "Daily capacity at the list price per million output tokens."),
+     "Daily capacity × $/MTok under SLO at capacity / 1,000,000, comparable across models; revenue at list price "
+     "prices the same tokens at the list price."),
     ("daily-cost-at-capacity", "daily cost at capacity",
-     "Daily capacity × $/MTok under SLO / 1,000,000: the cost of a day of good tokens at capacity."),
+     "The deployment's cost of the day: its GPUs cost the same at capacity. Over the daily capacity it is the $/MTok "
+     "under SLO at capacity; over the day's good tokens, the realized one."),
+    ("input-at-capacity", "input at capacity",
+     "Input tokens per second (and a day) at the capacity point, total = cached + recomputed: the capacity point's "
+     "input per good output token at the capacity's output rate."),
     ("overstatement", "overstatement",
      "Total over recomputed input tokens: how many times counting all input overstates the compute it took."),
     ("utilization", "utilization",
