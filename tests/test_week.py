@@ -121,6 +121,7 @@ def test_every_accounting_table_matches_its_contract(week: Path, ref: TableRef) 
         "token_split_daily": ["day", "model"], "token_split_hourly": ["day", "hour", "model"],
         "slo_daily": ["day", "model", "isl_bucket"], "slo_hourly": ["day", "hour", "model", "isl_bucket"],
         "capacity_daily": ["day", "model", "deployment_id"],
+        "capacity_model_daily": ["day", "model", "deployment_id"],
         "loadtest_sweep_daily": ["day", "model", "deployment_id", "step_index"],
         "goodput_hourly": ["day", "hour", "model", "deployment_id"], "load_hourly": ["day", "hour", "model"],
         "gpu_usage_hourly": ["day", "hour", "model", "deployment_id"],
