@@ -133,11 +133,23 @@ def attach_loadtest_history(con: duckdb.DuckDBPyConnection, layout: HomeLayout, 
             continue
         if day <= window.day:
             files.append(path)
+    columns = load_contract("core_loadtest_steps").table().columns
+    for path in files:
+        written = {r[0] for r in con.execute("SELECT name FROM parquet_schema($file)",
+                                              {"file": literal_path(path)}).fetchall()}
+        lacking = [c.name for c in columns if c.name not in written]
+        if lacking:
+            day = path.parent.name.removeprefix("day=")
+            raise LedgerError(
+                f"{path}: core.loadtest_steps of {day} was written by an earlier tokenledger and has no column "
+                f"{lacking[0]}" + (f" (nor {len(lacking) - 1} more)" if len(lacking) > 1 else "")
+                + f", which the capacity of {window.day} reads. Re-materialize core/loadtest_steps for {day} (e.g. "
+                f"`dagster asset materialize -m tokenledger.pipelines.definitions --select core/loadtest_steps "
+                f"--partition {day}`) and re-run {window.day}.")
     if files:
         con.execute("CREATE OR REPLACE TEMP VIEW loadtest_history AS SELECT * FROM read_parquet(["
-                    + ", ".join(sql_path(p) for p in files) + "])")
+                    + ", ".join(sql_path(p) for p in files) + "], union_by_name = true)")
     else:
-        columns = load_contract("core_loadtest_steps").table().columns
         con.execute("CREATE OR REPLACE TEMP VIEW loadtest_history AS SELECT "
                     + ", ".join(f"NULL::{c.physical_type} AS {c.name}" for c in columns) + " WHERE false")
     present = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM loadtest_history").fetchall()}
