@@ -230,7 +230,7 @@ def test_a_deployment_bought_in_nodes_needs_their_size_when_the_file_is_read(tmp
     assert flatten_deployments(path)
 
 
-# --- the review --------------------------------------------------------------------------------------------------------
+# --- the review -------------------------------------------------------------------------------------------------------
 
 def test_the_review_says_the_domain_and_the_units_bought() -> None:
     from tests.test_report_consistent import POLICY_SHORT, _one_gpu, _row, _texts
