@@ -109,10 +109,10 @@ def test_the_markdown_has_the_same_tables(home: Path) -> None:
     assert f"figures published by Dagster run {run_id}, review written by run {run_id}" in md_text
     assert "<svg" not in md_text
     every = list(tables(review))
-    # The verdict; per model its SLO, P99 latency, workload, input and what-if tables; per deployment two, and its
-    # memory budget.
-    assert len(every) == 1 + 5 * 3 + 2 * len(review.capacity) + len(review.memory)
-    assert len(review.memory) == len(review.capacity)
+    # The verdict; per model its SLO, P99 latency, workload, input and what-if tables; per deployment two, its
+    # memory budget and its mix beside the load test's (the work model's block).
+    assert len(every) == 1 + 5 * 3 + 2 * len(review.capacity) + len(review.memory) + len(review.work)
+    assert len(review.memory) == len(review.capacity) == len(review.work)
     plain = html.unescape(re.sub(r"</?(span|a)\b[^>]*>", "", html_text))
     for table in every:
         assert f"**{_md_cell(table.caption)}**" in md_text

@@ -834,6 +834,7 @@ def review_of_day(con: duckdb.DuckDBPyConnection, layout: HomeLayout, window: Da
         verdict=_day_rows(con, layout, window, "infra", "capacity_verdict_daily"),
         memory=_day_rows(con, layout, window, "infra", "gpu_memory_daily"),
         sweep=_day_rows(con, layout, window, "infra", "loadtest_sweep_daily"),
+        work=_day_rows(con, layout, window, "infra", "capacity_model_daily"),
     )
 
 

@@ -71,7 +71,8 @@ class Review:
     slo_goodput, goodput_per_watt, goodput_per_watt_nominal) of every published day up to this one; `run_id`: the
     Dagster run writing the review; `published_run_id`: the run that published the day's figures; `verdict`:
     infra.capacity_verdict_daily rows (one per deployment), the verdict the review prints and never decides again;
-    `sweep`: infra.loadtest_sweep_daily rows (the steps of the load test that speaks for each deployment).
+    `sweep`: infra.loadtest_sweep_daily rows (the steps of the load test that speaks for each deployment);
+    `work`: infra.capacity_model_daily rows (one per GPU deployment: its work model and its load test's likeness).
     """
 
     day: date
@@ -94,6 +95,9 @@ class Review:
     # infra.gpu_memory_daily rows (one per GPU deployment): the memory budget each model's details print.
     memory: list[Row] = field(default_factory=list)
     sweep: list[Row] = field(default_factory=list)
+    # infra.capacity_model_daily rows (one per GPU deployment): the work model and the load test checked against
+    # production that each deployment's details print.
+    work: list[Row] = field(default_factory=list)
 
 
 # --- formatting -------------------------------------------------------------------------------------------------------
@@ -138,10 +142,13 @@ def shown(value: Any, kind: str = "number", currency: str | None = None) -> str:
     commitment: met, missed, not judged), rule (a sizing in words), hour ('14:00'), hhmm (a time of day), g (a
     target as given: 0.99), times (an overstatement: 2.5×), to_one (a ratio: 26 : 1), signed_money_mtok (+0.0649
     USD), corr (a correlation, 2 decimals), minutes (seconds as minutes), one_in (a sampling rate: 1/9),
-    gpus_short (2, 1.5), basis (the peak's basis in words). A boolean prints as yes or no."""
+    gpus_short (2, 1.5), basis (the peak's basis in words), likeness (a load test's: representative,
+    unrepresentative, not judged). A boolean prints as yes or no."""
     missing = value is None or (isinstance(value, float) and math.isnan(value))
     if kind == "met":
         return "not judged" if missing else "met" if value else "missed"
+    if kind == "likeness":  # a load test's likeness to production (infra.capacity_model_daily)
+        return "not judged" if missing else "representative" if value else "unrepresentative"
     if missing:
         return "—"
     if isinstance(value, bool):
@@ -184,6 +191,7 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "infra.loadtest_sweep_daily": ("model", "deployment_id", "step_index"),
     "infra.capacity_plan_daily": ("model", "deployment_id"),
     "infra.gpu_memory_daily": ("model", "deployment_id"),
+    "infra.capacity_model_daily": ("model", "deployment_id"),
     "infra.slo_daily": ("model", "isl_bucket"),
     "infra.slo_hourly": ("model", "hour", "isl_bucket"),
     "infra.goodput_hourly": ("model", "deployment_id", "hour"),
@@ -433,6 +441,7 @@ TOKENS = "infra.token_split_daily"
 LOAD = "infra.load_hourly"
 WHATIF = "infra.cache_whatif_daily"
 MEMORY = "infra.gpu_memory_daily"
+WORK = "infra.capacity_model_daily"
 SWEEP = "infra.loadtest_sweep_daily"
 
 
@@ -1093,8 +1102,11 @@ def _headroom_item(review: Review, cap: Row) -> Text:
         " GPUs, ", fig(plan, PLAN, "gpus_needed_erlang_c", "gpus"), " with the headroom policy (the rule of thumb, for "
         "comparison: ", fig(plan, PLAN, "replicas_needed_seed_rule", "int"), " replica(s) at redundancy ",
         fig(plan, PLAN, "rule_of_thumb_redundancy", "g"), "). Peak sizing: ",
-        fig(plan, PLAN, "peak_output_token_rate", "rate"), " output tok/s at the peak / ",
-        fig(plan, PLAN, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU = ",
+        Text("peak work rate ", fig(plan, PLAN, "peak_work_rate", "rate"), " GPU-seconds per second / ",
+             fig(plan, PLAN, "sustainable_work_per_gpu", "ratio"), " sustainable work per GPU")
+        if plan.get("goodput_sizing_basis") == "work_model" else
+        Text(fig(plan, PLAN, "peak_output_token_rate", "rate"), " output tok/s at the peak / ",
+             fig(plan, PLAN, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU"), " = ",
         fig(plan, PLAN, "goodput_sizing_base_gpus", "gpus"), " GPUs, ", fig(plan, PLAN, "gpus_needed_goodput", "gpus"),
         " with the headroom policy. Headroom policy: scaling lag ", fig(plan, PLAN, "headroom_scaling_lag_pct", "pct"),
         ", forecast error ", fig(plan, PLAN, "headroom_forecast_error_pct", "pct"), ", release ",
@@ -1244,6 +1256,122 @@ def sweep_parts(review: Review, cap: Row) -> list[Table | Text | str]:
                    "attainment", "P99 TTFT", "P99 E2E", "every commitment held", "knee"], rows,
                   numeric={0, 1, 2, 3, 4, 5, 6, 7}, css="sweep")
     return [line, table]
+
+
+def _work_of(review: Review, deployment_id: str) -> Row | None:
+    return next((r for r in review.work if r["deployment_id"] == deployment_id), None)
+
+
+def _coefficients_text(w: Row) -> Text:
+    """C_prefill and C_decode with their source, points and R², or the fit's note when there is none."""
+    if w.get("c_prefill") is None:
+        return Text(Term("Work model", "work-model"), ": none (", fig(w, WORK, "fit_note", "text"), ").")
+    production = w.get("coefficients_source") == "production"
+    source = ("production hours (labelled)" if production
+              else Text("load test ", fig(w, WORK, "coefficients_run_id", "text")))
+    return Text(Term("Work model", "work-model"), ": C_prefill ", fig(w, WORK, "c_prefill", "rate"), " and C_decode ",
+                fig(w, WORK, "c_decode", "rate"), " GPU-seconds per recomputed input and per output token, fitted to ",
+                source, " (", fig(w, WORK, "fit_points", "int"), " points, R² ", fig(w, WORK, "fit_r2", "ratio"), ")",
+                Text(": ", fig(w, WORK, "fit_note", "text")) if production else "", ".")
+
+
+def _work_sizing_text(review: Review, cap: Row, w: Row) -> Text:
+    """How the plan's peak sizing took its base (infra.capacity_plan_daily.goodput_sizing_basis): the day's work
+    over the work one GPU sustains, or output tokens alone and why."""
+    plan = _plan_of(review, cap["deployment_id"])
+    basis = plan.get("goodput_sizing_basis")
+    if basis == "work_model":
+        return Text("GPUs needed sized on the work of the day's mix: peak work rate ",
+                    fig(plan, PLAN, "peak_work_rate", "rate"), " GPU-seconds per second / ",
+                    Term("sustainable work per GPU", "sustainable-work"), " ",
+                    fig(plan, PLAN, "sustainable_work_per_gpu", "ratio"), " = ",
+                    fig(plan, PLAN, "goodput_sizing_base_gpus", "gpus"), " GPUs before headroom.")
+    if basis != "output_only":
+        return Text("GPUs needed: no peak sizing, no capacity figure to size by.")
+    why = ("no work model" if w.get("c_prefill") is None
+           else "the work model has no capacity point's mix or peak to weigh")
+    text = Text("GPUs needed sized on output tokens alone: ", why, "; ",
+                fig(plan, PLAN, "peak_output_token_rate", "rate"), " output tok/s at the peak / ",
+                fig(plan, PLAN, "capacity_goodput_per_gpu", "rate"), " tok/s per GPU = ",
+                fig(plan, PLAN, "goodput_sizing_base_gpus", "gpus"), " GPUs before headroom")
+    if w.get("peak_work_rate") is not None:
+        text += Text("; peak work rate ", fig(w, WORK, "peak_work_rate", "rate"), " GPU-seconds per second")
+    if w.get("sustainable_work_per_gpu") is not None:
+        text += Text("; ", Term("sustainable work per GPU", "sustainable-work"), " ",
+                     fig(w, WORK, "sustainable_work_per_gpu", "ratio"))
+    return text + "."
+
+
+def _mix_table(w: Row) -> Table:
+    """Production's mix beside the mix of the load test's lambda_slo_max step (when there is a test)."""
+    columns = ("requests", "isl_p50", "isl_p90", "osl_p50", "osl_p90", "cached_share",
+               "recomputed_input_per_request", "output_per_request")
+    kinds = {"requests": "int", "cached_share": "pct"}
+    rows: list[list[Cell]] = [["production, the day", *(fig(w, WORK, c, kinds.get(c, "tokens")) for c in columns)]]
+    if w.get("loadtest_run_id") is not None:
+        rows.append([Text("load test ", fig(w, WORK, "loadtest_run_id", "text"), " at lambda_slo_max"),
+                     *(fig(w, WORK, f"loadtest_{c}", kinds.get(c, "tokens")) for c in columns)])
+    return Table(f"Mix of {w['deployment_id']}: production beside the load test that set capacity",
+                 ["mix", "requests", "ISL P50", "ISL P90", "OSL P50", "OSL P90", "cached share",
+                  "recomputed input per request", "output per request"], rows,
+                 numeric={1, 2, 3, 4, 5, 6, 7, 8}, css="mix")
+
+
+def rebaseline_text(review: Review, cap: Row) -> Text | None:
+    """'Re-baseline ...' and why, when the load test behind the capacity no longer stands for production: older
+    than the policy's loadtest_max_age_days, its mix unlike production's, or a newer run of another configuration
+    (infra.capacity_daily names the fields that changed); None when none holds."""
+    w = _work_of(review, cap["deployment_id"]) or {}
+    reasons: list[Text] = []
+    if w.get("loadtest_stale"):
+        reasons.append(Text("load test ", fig(w, WORK, "loadtest_run_id", "text"), " is ",
+                            fig(w, WORK, "loadtest_age_days", "int"), " days old, more than the ",
+                            _pol(review, cap["model"], "loadtest_max_age_days", "int"),
+                            " allowed (loadtest_max_age_days)"))
+    if w.get("loadtest_representative") is False:
+        reasons.append(Text("its mix is unlike production's"))
+    if cap.get("other_configuration_run_id"):
+        reasons.append(Text("the newest load test, ", fig(cap, CAP, "other_configuration_run_id", "text"),
+                            ", measured another configuration (", fig(cap, CAP, "other_configuration_differences",
+                                                                      "text"), ")"))
+    if not reasons:
+        return None
+    return Text("Re-baseline ", fig(cap, CAP, "deployment_id", "text"), ": ", join(reasons, "; "), ".")
+
+
+def work_model_parts(review: Review, cap: Row) -> list[Table | Text | Sub | str]:
+    """The work model of a GPU deployment (infra.capacity_model_daily): its coefficients or why there are none, how
+    the peak sizing took its base, production's mix beside the load test's, the likeness verdict with its rule and
+    the test's age, the capacity rescaled to production's mix when the test is unrepresentative, and a re-baseline
+    line when the test is stale, unlike production or outdated by a run of another configuration."""
+    w = _work_of(review, cap["deployment_id"])
+    if w is None:
+        return []
+    out: list[Table | Text | Sub | str] = [Sub(f"Work model and mix of {cap['deployment_id']}"), _coefficients_text(w),
+                                           _work_sizing_text(review, cap, w)]
+    if w.get("loadtest_run_id") is None:
+        out.append(Text("No load test of the configuration in force to check against production: the production "
+                        "mix alone."))
+    else:
+        out.append(Text(Term("Likeness", "representative-load-test"), " of load test ",
+                        fig(w, WORK, "loadtest_run_id", "text"), ", ", fig(w, WORK, "loadtest_age_days", "int"),
+                        " days old (at most ", _pol(review, cap["model"], "loadtest_max_age_days", "int"),
+                        " allowed), to production's mix: ", fig(w, WORK, "loadtest_representative", "likeness"), "; ",
+                        fig(w, WORK, "representativeness_rule", "text"), "."))
+        if w.get("loadtest_representative") is False and w.get("capacity_source") == "loadtest":
+            out.append(Text("Labelled: capacity rescaled to production's mix: ",
+                            fig(w, WORK, "capacity_goodput_per_gpu", "rate"), " → ",
+                            fig(w, WORK, "capacity_goodput_per_gpu_rescaled", "rate"),
+                            " tok/s per GPU (work per output token ",
+                            fig(w, WORK, "work_per_output_token_capacity", "rate"), " GPU-seconds at the test's mix, ",
+                            fig(w, WORK, "work_per_output_token_production", "rate"), " at production's).")
+                       if w.get("capacity_goodput_per_gpu_rescaled") is not None else
+                       "Labelled: the capacity was measured on a mix unlike production's and no work model rescales "
+                       "it.")
+    out.append(_mix_table(w))
+    if (line := rebaseline_text(review, cap)) is not None:
+        out.append(line)
+    return out
 
 
 def _memory_rows(review: Review, model: str) -> list[Row]:
@@ -1409,6 +1537,18 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
      "Where each GPU's memory goes: weights, KV cache (the tokens of the sequences in flight), runtime and the "
      "margin the engine leaves unused; the KV cache's capacity in tokens, and in sequences at the day's mean and "
      "P99 context, against the planning peak's concurrency per replica."),
+    ("work-model", "work model",
+     "What a GPU spends per token: C_prefill GPU-seconds per recomputed input token and C_decode per output token, "
+     "fitted to a load test's steps below saturation (else to production hours, labelled). It sizes GPUs by the "
+     "day's mix of input and output rather than by output tokens alone."),
+    ("sustainable-work", "sustainable work per GPU",
+     "The busy GPU-seconds per second one GPU sustains within the SLO: capacity per GPU times the work per output "
+     "token of the mix it was measured on, at most 1. GPUs needed at the peak is the peak's work rate over it."),
+    ("representative-load-test", "representative load test",
+     "A load test whose mix stands for production's: recomputed input per request and P90 input length within the "
+     "policy's tolerances. An unrepresentative test's capacity is rescaled to production's mix by the work model; "
+     "a test older than the policy allows, unlike production or outdated by another configuration asks to "
+     "re-baseline."),
     ("erlang-c", "Erlang C plan, peak sizing",
      "GPUs for the busiest window's concurrency with queueing (Erlang C), and for its output tokens at the "
      "capacity per GPU."),
@@ -1470,6 +1610,8 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
         chart_notes.append(note)
     notes: list[Text | str] = [*slo_notes(review, model), *hourly_findings(review, model)]
     notes += memory_warnings(review, model)
+    notes += [line for cap in review.capacity if cap["model"] == model
+              if (line := rebaseline_text(review, cap)) is not None]
     blocks: list[Table | Text | Sub | str] = []
     if hosted:
         deployments = sorted({v["deployment_id"] for v in review.verdict if v["model"] == model}
@@ -1481,7 +1623,8 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
     for cap in (c for c in review.capacity if c["model"] == model):
         blocks += [Sub(f"Capacity template and figures of {cap['deployment_id']}: how GPUs needed is reached"),
                    Text(cap["deployment_id"], ": ", configuration(cap, review.deployments.get(cap["deployment_id"]))),
-                   template_table(review, cap), figures_table(review, cap), *sweep_parts(review, cap)]
+                   template_table(review, cap), figures_table(review, cap), *sweep_parts(review, cap),
+                   *work_model_parts(review, cap)]
     blocks += memory_parts(review, model)
     if rows:
         blocks += [Sub("P99 latency per ISL bucket"), latency_table(review, model)]
@@ -1491,7 +1634,8 @@ def _model_section(review: Review, model: str, hosted: bool) -> ModelSection:
     if (table := whatif_table(review, model)) is not None:
         blocks.append(table)
     what = ("latency, input, rate limits" if hosted else "capacity template and figures (how GPUs needed is "
-                                                         "reached), P99 latency") + ", workload, input, cache what-if"
+                                                         "reached), work model and mix, memory budget, P99 "
+                                                         "latency") + ", workload, input, cache what-if"
     folds = [Fold(f"Details of {model}: {what}", blocks)]
     heading = f"Model {model}" + (" (hosted API, provider-managed)" if hosted else "")
     return ModelSection(f"model-{_anchor(model)}", heading, hosted, charts, chart_notes,
