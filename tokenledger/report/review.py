@@ -509,7 +509,7 @@ def verdict_table(review: Review) -> Table:
         ])
     return Table("Verdict per deployment", [
         "model", "deployment", Head("verdict", "verdict"), Head("$/MTok delivered", "mtok-delivered"),
-        Head("$/MTok under SLO", "mtok-under-slo"), Head("good tokens a day", "daily-capacity"),
+        Head("$/MTok under SLO (realized)", "mtok-under-slo"), Head("good tokens a day", "daily-capacity"),
         Head("GPUs needed / in force", "gpus-needed"), Head("hours over capacity", "hours-over-capacity"),
         Head("capacity basis", "capacity-basis")], rows, numeric={3, 4, 5, 6, 7}, css="verdict")
 
