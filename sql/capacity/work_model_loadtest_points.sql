@@ -16,8 +16,9 @@ busy AS (
     SELECT
         s.run_id,
         s.step_index,
-        avg(g.value) FILTER (WHERE g.metric = 'sm_active') AS sm_active,
-        avg(g.value) FILTER (WHERE g.metric = 'gpu_util_pct') / 100.0 AS util,
+        -- averaged in DECIMAL: a parallel DOUBLE sum depends on thread timing, and a re-run must be identical
+        (avg(g.value::DECIMAL(18, 6)) FILTER (WHERE g.metric = 'sm_active'))::DOUBLE AS sm_active,
+        (avg(g.value::DECIMAL(18, 6)) FILTER (WHERE g.metric = 'gpu_util_pct'))::DOUBLE / 100.0 AS util,
         count(DISTINCT g.gpu_uuid) AS gpus_measured,
         count(DISTINCT date_trunc('minute', g.sampled_at)) AS minutes_sampled
     FROM steps AS s
