@@ -96,7 +96,8 @@ def test_a_day_without_a_load_test_or_capacity_figure() -> None:
     (row,) = verdict_table(review).text_rows()
     assert row == ["m", "m-a", "SLO met; GPUs needed not known (infra.capacity_plan_daily.plan_note says why)", "—",
                    "2.0000 USD", "—", "— / 16.00", "—", "no capacity figure"]
-    _says("m: good tokens a day not known (no capacity figure); 2.0000 USD per million good tokens.", page, markdown)
+    _says("m: good tokens a day not known (no capacity figure); 2.0000 USD per million good tokens (realized).", page,
+          markdown)
     assert dict(next(t for t in tables(review) if str(t.caption).startswith("Capacity review")).text_rows())[
         "Validation"].startswith("no capacity figure: —. Load-test run none;")
     load = page[page.index('<svg class="chart chart-load"'):]
@@ -257,8 +258,8 @@ def test_a_hosted_model_has_its_own_verdict_row() -> None:
     verdict = verdict_table(review).text_rows()
     assert [r[0] for r in verdict] == ["m", API] and verdict[1] == HOSTED_ROW
     assert "| " + " | ".join(html.escape(c, quote=False) for c in HOSTED_ROW) + " |" in markdown
-    _says(f"{API}: provider-managed, its capacity is the provider's; 25.0000 USD per million good tokens.", page,
-          markdown)
+    _says(f"{API}: provider-managed, its capacity is the provider's; 25.0000 USD per million good tokens (realized).",
+          page, markdown)
     # Its section: load without a capacity line, attainment and SLO on its screen; latency, input, rate limits and
     # workload folded; no capacity template.
     section = page[page.index(f'<section id="model-{API}">'):]

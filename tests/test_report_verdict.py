@@ -107,9 +107,14 @@ def test_the_review_leads_with_its_verdict() -> None:
     assert '<td class="v-slo_missed"><span data-table="infra.capacity_verdict_daily" data-column="verdict_text"' in text
     # The two questions answered under it: good tokens a day, and what a million cost.
     assert ("m: at least 428,544,000 good output tokens a day on 16 GPUs (60.0% used); 2.0000 USD per million good "
-            "tokens.") in render_markdown(review)
+            "tokens (realized).") in render_markdown(review)
     markdown = render_markdown(review)
     assert markdown.index("**Verdict per deployment**") < markdown.index("## Model m")
+    # With the capacity point costed: 100 USD a day over its 428.544 MTok = 0.233348 USD per MTok at capacity, beside
+    # the realized 2 USD.
+    costed = _review(MISSED, capacity=[_cap(cost_per_mtok_at_capacity=100.0 / 428.544)])
+    assert ("m: at least 428,544,000 good output tokens a day on 16 GPUs (60.0% used); 2.0000 USD per million good "
+            "tokens (realized), 0.2333 USD at capacity.") in render_markdown(costed)
 
 
 def test_a_growth_forecast_needs_fourteen_days_and_fits_a_line() -> None:

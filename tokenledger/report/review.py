@@ -526,7 +526,8 @@ def answer_lines(review: Review) -> list[Text]:
         who = Text(fig(v, VERDICT, "model", "text"),
                    Text(" on ", fig(v, VERDICT, "deployment_id", "text")) if v["model"] in several else "", ": ")
         if v.get("cost_per_mtok_goodput") is not None:
-            cost = Text(fig(v, VERDICT, "cost_per_mtok_goodput", "money_mtok", currency), " per million good tokens")
+            cost = Text(fig(v, VERDICT, "cost_per_mtok_goodput", "money_mtok", currency),
+                        " per million good tokens (realized)")
         elif not _latency_logged(review, v["model"]):
             cost = Text("no latency logged, so no token is judged good (",
                         fig(v, VERDICT, "cost_per_mtok_delivered", "money_mtok", currency), " per million delivered)")
@@ -542,9 +543,11 @@ def answer_lines(review: Review) -> list[Text]:
         bound = {"demonstrated": "at least ", "loadtest": "" if cap.get("capacity_verified") else "about "}.get(
             cap.get("capacity_source"), "")
         gpus = "GPU" if cap.get("gpus") == 1 else "GPUs"
+        at_capacity = (Text(", ", fig(cap, CAP, "cost_per_mtok_at_capacity", "money_mtok", currency), " at capacity")
+                       if cap.get("cost_per_mtok_at_capacity") is not None else "")
         out.append(Text(who, bound, fig(cap, CAP, "daily_capacity_tokens", "tokens"), " ",
                         Term("good output tokens a day", "daily-capacity"), " on ", fig(cap, CAP, "gpus", "gpus_short"),
-                        f" {gpus} (", fig(cap, CAP, "utilization", "pct"), " used); ", cost, "."))
+                        f" {gpus} (", fig(cap, CAP, "utilization", "pct"), " used); ", cost, at_capacity, "."))
     return out
 
 
