@@ -13,21 +13,23 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DEPLOYMENTS_YAML, gateway_dir, request, rows, write_jsonl
-from tests.test_capacity import COSTS_WITH_LIST_PRICES, DAY, RATE_CARD_PER_GPU_HOUR, T0, at, by_deployment, run_day
+from tests.test_capacity import (
+    COSTS_WITH_LIST_PRICES,
+    DAY,
+    RATE_CARD_PER_GPU_HOUR,
+    SEED_RUN,
+    T0,
+    at,
+    by_deployment,
+    run_day,
+)
 from tokenledger.report.review import Review, capacity_point_text, fmt, slo_table
 
 # The rate card's cost of m8-onprem's 2 GPUs for 24 hours: the daily cost, the same at any load.
 DAY_COST = 2 * 24 * RATE_CARD_PER_GPU_HOUR
 
-RUN = """\
-run_id: lt-m8
-model: m8
-deployment_id: m8-onprem
-start: 2026-11-17T02:00:00Z
-warmup_min: 1
-steps:
-  - {arrival_rate: 0.03, start: 2026-11-17T02:00:00Z, end: 2026-11-17T02:31:00Z}
-"""
+# One verified step of 0.03 req/s from 02:00 on 2026-11-17, the run of tests/test_capacity.py's worked day.
+RUN = SEED_RUN
 
 
 def _two_gpus(home: Path) -> None:
